@@ -163,6 +163,27 @@ class Roles(BaseModel):
     logprob_max_tokens_per_gpu: int | None = Field(
         default=None, ge=1, le=MAX_TOKENS_PER_GPU, description="token budget of the no-grad log-prob passes"
     )
+    # verl's keys default to null and are required where no token budget cuts the passes (v0.7.0 trainer/config/
+    #   rollout/rollout.yaml:87, ref/ref.yaml:16; utils/config.py:156-168 check_mutually_exclusive): none here is
+    #   the actor's micro-batch, as memplan planned these passes before it read the keys
+    logprob_micro_batch: int | None = Field(
+        default=None,
+        ge=1,
+        le=1 << 12,
+        description=(
+            "rows of one old-log-prob micro-batch (verl rollout.log_prob_micro_batch_size_per_gpu); none: the "
+            "micro-batch"
+        ),
+    )
+    ref_logprob_micro_batch: int | None = Field(
+        default=None,
+        ge=1,
+        le=1 << 12,
+        description=(
+            "rows of one reference log-prob micro-batch (verl ref.log_prob_micro_batch_size_per_gpu); none: the "
+            "micro-batch"
+        ),
+    )
     critic_max_tokens_per_gpu: int | None = Field(
         default=None, ge=1, le=MAX_TOKENS_PER_GPU, description="token budget of the critic's update and values"
     )

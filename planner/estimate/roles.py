@@ -168,10 +168,11 @@ def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...
     if role == "reward" and reward_is_engine(s):
         return {"reward-scoring": rollout.reward_engine_bytes(r, capacity, s.knobs.framework)}
     if role in ("actor", "ref"):
-        rows, width = pass_tokens(s, r.logprob_max_tokens_per_gpu, s.micro_batch)
+        micro = logprob_rows(s, role)
+        rows, width = pass_tokens(s, r.logprob_max_tokens_per_gpu, micro)
         entropy = role == "actor" and engine_of(s).logprob_entropy  # verl's compute_log_prob computes it always
         head = logprob_pass_head_bytes(rows * width, t.vocab, c, entropy, upcasts(s.knobs.framework))
-        packed = replace(s, packed_rows=packed_rows(s, r.logprob_max_tokens_per_gpu, s.micro_batch))
+        packed = replace(s, packed_rows=packed_rows(s, r.logprob_max_tokens_per_gpu, micro))
         nograd = active_bytes(s, role, offload) + nograd_pass_bytes(packed, rows, width, head)
         if role == "ref":
             return {"reference-forward": nograd}
@@ -188,6 +189,17 @@ def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...
         return {"reward-scoring": values}
     update = update_bytes(s, update_budget, capacity).peak_allocated_bytes
     return {"critic-values": values, "critic-update": update}
+
+
+def logprob_rows(s: Setup, role: str) -> int:
+    """Rows of one micro-batch of the old log-probs (role actor) or the reference's (ref): verl's own keys,
+    rollout.log_prob_micro_batch_size_per_gpu and ref.log_prob_micro_batch_size_per_gpu (v0.7.0 workers/
+    fsdp_workers.py:1014, :1054 -> workers/actor/dp_actor.py:357,370 data.split(micro_batch_size); v0.5.0 :774, :818;
+    v0.6.1 :971, :1011), not the update's ppo_micro_batch_size_per_gpu; the actor's micro-batch where none is given.
+    A token budget (use_dynamic_bsz) cuts them instead (pass_tokens)."""
+    r = s.knobs.workload.roles
+    own = r.logprob_micro_batch if role == "actor" else r.ref_logprob_micro_batch
+    return own or s.micro_batch
 
 
 def critic_budgets(s: Setup, r) -> tuple[int | None, int | None]:

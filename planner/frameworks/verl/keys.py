@@ -46,6 +46,7 @@ KEYS = Table(
     Key("checkpointing", A + "model.enable_gradient_checkpointing", True, "model/hf_model.yaml:34"),
     Key("remove_padding", A + "model.use_remove_padding", True, "model/hf_model.yaml:40"),
     Key("lora_rank", A + "model.lora_rank"),
+    Key("fused_kernels", A + "model.use_fused_kernels"),
     Key("rollout_engine", A + "rollout.name", "vllm", "rollout/rollout.yaml:5 (required; vllm assumed)"),
     Key("rollout_memory", A + "rollout.gpu_memory_utilization", 0.5, "rollout/rollout.yaml:46"),
     Key("rollout_tp", A + "rollout.tensor_model_parallel_size", 2, "rollout/rollout.yaml:64"),
@@ -58,6 +59,9 @@ KEYS = Table(
     Key("logprob_micro_batch", A + "rollout.log_prob_micro_batch_size_per_gpu"),
     Key("ref_logprob_max_tokens_per_gpu", A + "ref.log_prob_max_token_len_per_gpu"),
     Key("ref_logprob_micro_batch", A + "ref.log_prob_micro_batch_size_per_gpu"),
+    # the deprecated global forms, divided by the data-parallel ranks (v0.7.0 workers/fsdp_workers.py:266-274)
+    Key("logprob_global_micro_batch", A + "rollout.log_prob_micro_batch_size"),
+    Key("ref_logprob_global_micro_batch", A + "ref.log_prob_micro_batch_size"),
     Key("kl_in_reward", "algorithm.use_kl_in_reward", False, "ppo_trainer.yaml:102"),
     Key("kl_coef", "algorithm.kl_ctrl.kl_coef", 0.001, "ppo_trainer.yaml:117"),
     Key(

@@ -118,6 +118,7 @@ def _roles(c: Collector, f: dict[str, Flag], near) -> None:
     _beta(c, f)
     _budgets(c, f)
     _entropy(c, f)
+    _fused_kernels(c, f)
     if KEYS.key("critic_model") in f:
         k = KEYS.key("critic_model")
         role_model(c, "critic_model", str(one(f[k].value)), f[k].source, k, near)
@@ -207,6 +208,8 @@ def _budgets(c: Collector, f: dict[str, Flag]) -> None:
             lp.source if lp else f"{s} (log_prob_max_token_len_per_gpu follows it, rollout/rollout.yaml:117)",
             key,
         )
+        _ref_budget(c, f, as_int(v))
+    _logprob_micro_batches(c, f, bool(as_bool(dynamic)))
     v, s = get(f, KEYS.key("critic_max_tokens_per_gpu"))
     c.number(r + "critic_max_tokens_per_gpu", v, s, KEYS.key("critic_max_tokens_per_gpu"))
     for key in (KEYS.key("critic_max_tokens"), KEYS.key("critic_micro_batch"), KEYS.key("critic_dynamic_batch")):
@@ -217,6 +220,40 @@ def _budgets(c: Collector, f: dict[str, Flag]) -> None:
             )
 
 
+def _logprob_micro_batches(c: Collector, f: dict[str, Flag], dynamic: bool) -> None:
+    """The old log-probs' and the reference's micro-batches, each its own key beside the update's (v0.7.0
+    workers/fsdp_workers.py:1014, :1054 -> workers/actor/dp_actor.py:357,370): verl requires both without a token
+    budget (utils/config.py:156-168); one not given is planned at the actor's micro-batch. Under use_dynamic_bsz the
+    passes are cut by tokens (dp_actor.py:366-368; log_prob_use_dynamic_bsz follows the actor's, rollout.yaml:91)."""
+    world = (as_int(c.get("gpus_per_node")) or 0) * (as_int(c.get("nodes")) or 0)
+    for field in ("logprob_micro_batch", "ref_logprob_micro_batch"):
+        key, whole = KEYS.key(field), KEYS.key(field.replace("micro", "global_micro"))
+        given = f.get(key) or f.get(whole)
+        if given is not None and dynamic:
+            c.note(f"{given.source} (unused under use_dynamic_bsz, the passes cut by tokens: not planned)")
+        elif key in f:
+            c.number(f"workload.roles.{field}", one(f[key].value), f[key].source, short(key))
+        elif given is not None and world and as_int(one(given.value)):  # no Ulysses in main_ppo's plans: world ranks
+            rows = as_int(one(given.value)) // world  # fsdp_workers.py:266-274, floor division (0: not read)
+            c.number(f"workload.roles.{field}", rows, f"{given.source} / {world} GPUs", short(whole))
+        elif given is not None:
+            c.note(f"{given.source} (a global micro-batch over GPUs not known: not planned)")
+
+
+def _ref_budget(c: Collector, f: dict[str, Flag], actor_budget: int | None) -> None:
+    """The reference's own token budget (ref.log_prob_max_token_len_per_gpu, following the actor's,
+    ref/ref.yaml:24): the reference pass is planned at the old log-probs' budget, so a different one is named."""
+    key = KEYS.key("ref_logprob_max_tokens_per_gpu")
+    given, planned = f.get(key), c.get("workload.roles.logprob_max_tokens_per_gpu")
+    budget, source = (
+        (as_int(one(given.value)), given.source) if given else (actor_budget, f"{key} (follows the actor's)")
+    )
+    if budget != planned:
+        c.note(
+            f"{source} (the reference's own budget {budget} is not planned: planned at the old log-probs' {planned})"
+        )
+
+
 def _entropy(c: Collector, f: dict[str, Flag]) -> None:
     coef, s = get(f, KEYS.key("entropy"))
     ckpt, cs = get(f, KEYS.key("entropy_checkpointing"))
@@ -224,6 +261,16 @@ def _entropy(c: Collector, f: dict[str, Flag]) -> None:
     on = (as_float(coef) or 0) != 0 or bool(calc is not None and as_bool(one(calc.value)))
     value = ("checkpointed" if as_bool(ckpt) else "on") if on else "off"
     c.set("workload.roles.entropy", value, f"{s}; {cs}", short(KEYS.key("entropy")))
+
+
+def _fused_kernels(c: Collector, f: dict[str, Flag]) -> None:
+    """model.use_fused_kernels (default False, v0.7.0 trainer/config/model/hf_model.yaml:61): the model returns the
+    log-probs and entropy from FusedLinearForPPO, 512 tokens of logits at a time (workers/actor/dp_actor.py:194-209,
+    models/transformers/qwen2_vl.py:490, utils/experimental/torch_functional.py:75-127), not the whole logits that
+    planner.estimate.role_heads counts: named, the heads planned with the whole logits (more than the run holds)."""
+    given = f.get(KEYS.key("fused_kernels"))
+    if given is not None and as_bool(one(given.value)):
+        c.note(f"{given.source} (verl's chunked log-prob kernels are not planned: the heads planned with whole logits)")
 
 
 def _sharding(c: Collector, f: dict[str, Flag]) -> None:

@@ -164,8 +164,8 @@ def budget_overrides(plan: Plan) -> list[Override]:
         ]
     return out + [
         (KEYS.key("micro_batch"), plan.micro_batch),
-        (KEYS.key("logprob_micro_batch"), plan.micro_batch),
-        (KEYS.key("ref_logprob_micro_batch"), plan.micro_batch),
+        (KEYS.key("logprob_micro_batch"), r.logprob_micro_batch or plan.micro_batch),
+        (KEYS.key("ref_logprob_micro_batch"), r.ref_logprob_micro_batch or plan.micro_batch),
     ]
 
 

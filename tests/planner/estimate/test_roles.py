@@ -183,3 +183,23 @@ def test_a_packed_pass_carries_every_packed_rows_images_and_padded_rows_their_ow
     assert roles.packed_rows(packed, 3 * packed.seq_len, packed.micro_batch) == 3
     assert roles.packed_rows(padded, None, padded.micro_batch) == 0
     assert replace(padded, packed_rows=0).image_rows == padded.micro_batch
+
+
+@pytest.mark.parametrize("remove_padding", [True, False])
+def test_the_no_grad_passes_run_at_their_own_micro_batches(remove_padding):
+    """verl's old log-probs and reference pass split the batch by rollout.log_prob_micro_batch_size_per_gpu and
+    ref.log_prob_micro_batch_size_per_gpu (v0.7.0 workers/fsdp_workers.py:1014, :1054 -> dp_actor.py:357,370), not
+    the update's micro-batch: each pass at its own rows is the pass of a plan whose micro-batch is those rows, and
+    the update does not move. Exact (the same terms)."""
+    base = setup(micro=2, remove_padding=remove_padding)
+    own = setup(micro=2, remove_padding=remove_padding, logprob_micro_batch=6, ref_logprob_micro_batch=4)
+    g = "colocated (8 GPUs)"
+
+    def phase(s, name):
+        return sum(roles.group_phases(s, CAP)[g][name].values())
+
+    at6, at4 = setup(micro=6, remove_padding=remove_padding), setup(micro=4, remove_padding=remove_padding)
+    assert phase(own, "old-logps") == phase(at6, "old-logps") > phase(base, "old-logps")
+    assert phase(own, "reference-forward") == phase(at4, "reference-forward") > phase(base, "reference-forward")
+    assert phase(own, "actor-update") == phase(base, "actor-update")
+    assert phase(own, "critic-values") == phase(base, "critic-values")

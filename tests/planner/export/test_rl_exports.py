@@ -97,6 +97,18 @@ def test_verl_keys_carry_the_roles_and_the_split(tmp_path):
     assert "critic.model.path" not in keys  # GRPO has no critic
 
 
+def test_verl_writes_the_log_prob_micro_batches_and_reads_them_back(tmp_path):
+    """The old log-probs' and the reference's micro-batches are verl's own keys (planner.estimate.roles.logprob_rows):
+    written as the plan holds them, the actor's micro-batch where it holds none, and read back."""
+    rl = {"kind": "grpo", **RL, "roles": {"logprob_micro_batch": 8}}
+    _, path = written("verl", "grpo_vlm", tmp_path, model="qwen2.5-1.5b", images=None, max_pixels=None, workload=rl)
+    keys, a = script_flags(path.read_text()), "actor_rollout_ref."
+    assert keys[a + "rollout.log_prob_micro_batch_size_per_gpu"] == "8"
+    assert keys[a + "ref.log_prob_micro_batch_size_per_gpu"] == keys[a + "actor.ppo_micro_batch_size_per_gpu"] == "2"
+    roles = intake.read([str(path)]).request["workload"]["roles"]
+    assert (roles["logprob_micro_batch"], roles["ref_logprob_micro_batch"]) == (8, 2)
+
+
 @pytest.mark.parametrize("images", [1, 2])
 def test_verl_writes_the_images_pixel_bounds_and_reads_them_back(tmp_path, images):
     """A Qwen2.5-VL GRPO plan's images at most 401,408 pixels (512 tokens; unwritten, the processor's 12,845,056 and

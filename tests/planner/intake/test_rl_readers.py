@@ -239,3 +239,45 @@ def test_verls_critic_offload_policy_apart_from_the_actors_is_said(tmp_path):
     reading = intake.read([str(script)])
     assert "offload" not in {s.field for s in reading.settings}
     assert any("critic.fsdp.offload_policy" in n and "one --offload" in n for n in reading.unplanned)
+
+
+def test_verl_reads_the_log_prob_passes_micro_batches_and_names_what_it_does_not_plan(tmp_path):
+    """verl's example (actor micro-batch 10, log-prob micro-batches 20; v0.7.0 examples/grpo_trainer/
+    run_qwen2_5_vl-7b.sh): each pass's own key read (v0.7.0 workers/fsdp_workers.py:1014, :1054); its fused kernels
+    named. Under use_dynamic_bsz the micro-batch keys are unused and the reference's own budget is named."""
+    reading = intake.read([str(DATA / "verl/examples/run_qwen2_5_vl-7b.sh")])
+    s = {x.field: x for x in reading.settings}
+    assert s["micro_batch"].value == 10
+    assert s["workload.roles.logprob_micro_batch"].value == s["workload.roles.ref_logprob_micro_batch"].value == 20
+    assert "log_prob_micro_batch_size_per_gpu=20" in s["workload.roles.ref_logprob_micro_batch"].source
+    assert any(
+        "use_fused_kernels=True (verl's chunked log-prob kernels are not planned" in n for n in reading.unplanned
+    )
+    script = tmp_path / "run.sh"
+    a = "actor_rollout_ref."
+    script.write_text(
+        f"python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo {a}actor.use_dynamic_bsz=True "
+        f"{a}actor.ppo_max_token_len_per_gpu=16000 {a}rollout.log_prob_micro_batch_size_per_gpu=8 "
+        f"{a}ref.log_prob_max_token_len_per_gpu=32000\n"
+    )
+    reading = intake.read([str(script)])
+    s = {x.field: x.value for x in reading.settings}
+    assert s["workload.roles.logprob_max_tokens_per_gpu"] == 16000 and "workload.roles.logprob_micro_batch" not in s
+    assert any("log_prob_micro_batch_size_per_gpu=8 (unused under use_dynamic_bsz" in n for n in reading.unplanned)
+    assert any("budget 32000 is not planned: planned at the old log-probs' 16000" in n for n in reading.unplanned)
+
+
+def test_verl_divides_a_global_log_prob_micro_batch_by_its_gpus(tmp_path):
+    """The deprecated global rollout.log_prob_micro_batch_size is divided by the data-parallel ranks (v0.7.0
+    workers/fsdp_workers.py:266-274): 64 over 8 GPUs is 8 rows a GPU."""
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo trainer.n_gpus_per_node=8 "
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 actor_rollout_ref.rollout.log_prob_micro_batch_size=64\n"
+    )
+    s = settings(script)
+    assert (
+        s["workload.roles.logprob_micro_batch"].value == 8
+        and "/ 8 GPUs" in s["workload.roles.logprob_micro_batch"].source
+    )
+    assert "workload.roles.ref_logprob_micro_batch" not in s  # none given: the actor's micro-batch
