@@ -22,9 +22,18 @@ from tests.probes.tiny_vlms import TINY_SIZES, tiny_seq, tiny_vlm
 SIM_VS_CPU = 0.01
 ATTENTIONS = ("sdpa", "eager")
 # every family at its two image sizes, one with each attention, on every commit; the other attention of each size in
-# the sweep tier (`make test-all`)
+# the sweep tier (`make test-all`). Since stop 69, for CI's room: Llama-3.2-Vision's two images under eager attention
+# (65 s of make test, its 8 tiles' eager tower) join them there; its one image under SDPA stays, and eager's scores on
+# every other family's row
+SWEEP_ROWS = {("llama-3.2-11b-vision", 2, "eager")}
 ROWS = [
-    pytest.param(name, tokens, attention, id=f"{name}-{tokens}-{attention}", marks=() if i == j else pytest.mark.sweep)
+    pytest.param(
+        name,
+        tokens,
+        attention,
+        id=f"{name}-{tokens}-{attention}",
+        marks=() if i == j and (name, tokens, attention) not in SWEEP_ROWS else pytest.mark.sweep,
+    )
     for name, sizes in TINY_SIZES.items()
     for i, tokens in enumerate(sizes)
     for j, attention in enumerate(ATTENTIONS)
