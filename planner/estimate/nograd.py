@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.estimate import activations as act
+from planner.estimate import recipe_terms
 from planner.estimate.loss_dtype import half_loss
 from planner.estimate.setup import Setup
 from planner.estimate.vision import QWEN2_TOWERS, encoder_tokens, masked_tower_bytes
@@ -22,8 +23,7 @@ def planned_text(s: Setup):
     """The language model as the plan runs it: the --attention knob's kernel where it names one (sdpa is the model's
     own), as the training path reads it (recipe_terms.text_spec); the reference, old-policy and generation passes run
     the same modules."""
-    t = s.model.text
-    return t if s.knobs.attention == "sdpa" else replace(t, attention=s.knobs.attention)
+    return recipe_terms.with_attention(s.model.text, s.knobs)
 
 
 def nograd_forward_bytes(s: Setup, rows: int, width: int) -> int:

@@ -40,6 +40,11 @@ def text_spec(t: TextSpec, k: Knobs, experts_adapted: bool = False) -> TextSpec:
                 load=min(k.expert_imbalance, float(n)) if n > 1 else 1.0,
             ),
         )
+    return with_attention(t, k)
+
+
+def with_attention(t: TextSpec, k: Knobs) -> TextSpec:
+    """The text model under --attention: sdpa is the family's own kernel, flash and eager are what they say."""
     return t if k.attention == "sdpa" else replace(t, attention=k.attention)
 
 
