@@ -19,12 +19,12 @@ per tag at that peak, which is what the sim probe extrapolates over layers.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections import defaultdict
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 CUDA_ALLOCATOR_ROUND = 512  # c10 CUDACachingAllocator kMinBlockSize
 CATEGORIES = ("params", "grads", "optimizer", "activations", "temporaries")
@@ -87,11 +87,12 @@ class LiveBytes(TorchDispatchMode):
         return ("temporaries", self.phase)
 
     def _track(self, t: torch.Tensor, tag: tuple[str, str] | None, skip: set[int] = frozenset()) -> None:
-        key = _key(t)
+        storage = t.untyped_storage()
+        key = storage._cdata
         if key not in self._refs:
-            if t.untyped_storage().nbytes() == 0 or key in skip:
+            if storage.nbytes() == 0 or key in skip:
                 return  # empty, or an in-place result on a storage made before the context
-            self._sizes[key] = rounded_bytes(t.untyped_storage().nbytes())
+            self._sizes[key] = rounded_bytes(storage.nbytes())
             self._refs[key] = 0
             self._tags[key] = tag or self._current_tag()
             self._by_tag[self._tags[key]] += self._sizes[key]
@@ -137,14 +138,38 @@ class LiveBytes(TorchDispatchMode):
 
     # -- dispatch ---------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        inputs = {
-            _key(x) for x in tree_flatten((args, kwargs or {}))[0] if isinstance(x, torch.Tensor) and not x.is_meta
-        }
-        out = func(*args, **(kwargs or {}))
-        for x in tree_flatten(out)[0]:
-            if isinstance(x, torch.Tensor) and not x.is_meta:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        outs = [x for x in _tensors(out) if not x.is_meta]
+        if outs:  # only a result the schema says aliases an input can share an input's storage
+            inputs = {_key(x) for x in _tensors((args, kwargs)) if not x.is_meta} if _aliases(func) else frozenset()
+            for x in outs:
                 self._track(x, None, inputs)
         return out
+
+
+@functools.cache
+def _aliases(func) -> bool:
+    """Whether an op's schema lets a result alias an input (views, in-place and out= ops: `Tensor(a)`)."""
+    return any(r.alias_info is not None for r in func._schema.returns)
+
+
+def _tensors(tree) -> list[torch.Tensor]:
+    """The tensors in an aten op's arguments or results: what tree_flatten finds there (aten schemas hold
+    tensors, lists and tuples of them, and scalars), without the pytree machinery, which took about a tenth
+    of a sim's time when it ran on every op."""
+    if isinstance(tree, torch.Tensor):
+        return [tree]
+    out, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, torch.Tensor):
+            out.append(node)
+        elif isinstance(node, (list, tuple)):
+            todo.extend(reversed(node))
+        elif isinstance(node, dict):
+            todo.extend(reversed(node.values()))
+    return out
 
 
 def module_stack_hooks(tracker: LiveBytes, model: torch.nn.Module) -> list:

@@ -20,7 +20,7 @@ from probes.tracker import LiveBytes
 H, LAYERS, VOCAB, T, B = 256, 2, 65536, 512, 2
 
 
-def model(config_dir: str):
+def model(config_dir: str, vocab: int = VOCAB):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     cfg = LlamaConfig(
@@ -29,7 +29,7 @@ def model(config_dir: str):
         num_hidden_layers=LAYERS,
         num_attention_heads=4,
         num_key_value_heads=4,
-        vocab_size=VOCAB,
+        vocab_size=vocab,
         max_position_embeddings=T,
         tie_word_embeddings=False,
         use_cache=False,
@@ -52,10 +52,10 @@ def tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="a")
 
 
-def rows(kind: str):
+def rows(kind: str, vocab: int = VOCAB):
     from datasets import Dataset
 
-    ids = torch.randint(2, VOCAB, (B, T), generator=torch.Generator().manual_seed(1)).tolist()
+    ids = torch.randint(2, vocab, (B, T), generator=torch.Generator().manual_seed(1)).tolist()
     extra = {"attention_mask": [[1] * T] * B, "labels": ids} if kind == "hf" else {}
     return Dataset.from_dict({"input_ids": ids, **extra})
 
