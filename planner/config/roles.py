@@ -197,6 +197,13 @@ class Roles(BaseModel):
             "entropy_checkpointing); the old log-probs always compute it"
         ),
     )
+    fused_kernels: bool | None = Field(
+        default=None,
+        description=(
+            "the actor's and the reference's log-probs from verl's fused head (model.use_fused_kernels: 512 tokens of "
+            "logits at a time), not the whole logits (default off)"
+        ),
+    )
     remove_padding: bool | None = Field(
         default=None,
         description=(

@@ -88,6 +88,14 @@ def run_rules(k: KnobFields) -> None:
             + " or ".join(n for n, f in FRAMEWORKS.items() if f.sync_groups),
             "move_model_batches",
         )
+    engine = FRAMEWORKS[k.framework].role_engine
+    if k.workload.roles.fused_kernels and (engine is None or not engine.fused_chunk_tokens):
+        fused = [n for n, f in FRAMEWORKS.items() if f.role_engine is not None and f.role_engine.fused_chunk_tokens]
+        raise BadInput(
+            "--fused-kernels true is verl's model.use_fused_kernels (its chunked log-prob head): give --framework "
+            + " or ".join(fused),
+            "fused_kernels",
+        )
     if k.zero_buckets:  # planner.config.zerobuckets: its one canonical text (the plan's cache key)
         try:
             object.__setattr__(k, "zero_buckets", zerobuckets.canonical(zerobuckets.parse(k.zero_buckets)))

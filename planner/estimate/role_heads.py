@@ -65,6 +65,47 @@ def update_head_bytes(
     return body + 12 * PER_TOKEN_FP32 * tokens
 
 
+# verl's fused head (model.use_fused_kernels, impl_backend torch: utils/experimental/torch_functional.py
+# FusedLinearForPPOFunction, v0.7.0 :75-193): a chunk of tokens at a time, the logits made and cast to fp32 in the chunk
+FUSED_PER_TOKEN = 16  # the per-token outputs (fp32 log-probs, the entropy) and a chunk's: measured at most 10.5 a token
+
+
+def fused_logprob_pass_head_bytes(tokens: int, vocab: int, chunk: int, fp32_copies: int) -> int:
+    """A no-grad log-prob pass through verl's fused head: `fp32_copies` fp32 logits-sized tensors of one chunk (its
+    fp32 logits, softmax's output, log_softmax's or the entropy's temporaries: RoleEngine.fused_logprob_fp32_copies)
+    and the per-token outputs. Pinned to verl's own function on CPU (tests/probes/test_verl_fused_head.py)."""
+    return fp32_copies * PER_TOKEN_FP32 * min(tokens, chunk) * vocab + FUSED_PER_TOKEN * tokens
+
+
+def fused_update_head_bytes(
+    tokens: int, vocab: int, hidden: int, compute_bytes: int, entropy: str, head_trained: bool, chunk: int
+) -> int:
+    """The actor's update through verl's fused head, at its backward (FusedLinearForPPOFunction.backward, v0.7.0
+    :134-193; _fused_linear_for_ppo_bwd :40-72), the largest of two moments of a chunk of c tokens: the logits'
+    gradient made (the fp32 logits, softmax's output, the one-hot targets, their difference or product and the
+    gradient: 5 fp32 logits-sized tensors; 7 with the entropy's log_softmax and its product), or the matmuls (the
+    function's 3 fp32 locals, 4 with the entropy, the gradient cast to the compute dtype, the chunk's hidden-state
+    gradient and, for a trained head, its weight gradient); beside them the hidden states' gradient (tokens x hidden)
+    and the head's gradient accumulator, and from the second chunk on the previous chunk's two gradients (the loop's
+    variables live until reassigned). Pinned to verl's own function on CPU (tests/probes/test_verl_fused_head.py)."""
+    c = min(tokens, chunk)
+    weight = compute_bytes * vocab * hidden if head_trained else 0
+    locals_fp32 = 4 if entropy != "off" else 3
+    gradient = (locals_fp32 + 3 if entropy != "off" else 5) * PER_TOKEN_FP32 * c * vocab
+    matmuls = locals_fp32 * PER_TOKEN_FP32 * c * vocab + compute_bytes * c * (vocab + hidden) + weight
+    previous = compute_bytes * c * hidden + weight if tokens > chunk else 0
+    return max(gradient, matmuls) + weight + compute_bytes * tokens * hidden + previous + FUSED_PER_TOKEN * tokens
+
+
+def fused_head(framework: str, fused_kernels: bool | None) -> tuple[int, int]:
+    """(chunk tokens, fp32 copies of a no-grad chunk) where the run scores through the framework's fused head, else
+    (0, 0)."""
+    engine = FRAMEWORKS[framework].role_engine
+    if not fused_kernels or engine is None or not engine.fused_chunk_tokens:
+        return 0, 0
+    return engine.fused_chunk_tokens, engine.fused_logprob_fp32_copies
+
+
 def value_pass_head_bytes(tokens: int, compute_bytes: int) -> int:
     """A value or reward pass at its head: one score per token."""
     return compute_bytes * tokens

@@ -86,6 +86,9 @@ def _logits_loss_bytes(s: Setup) -> int:
     ):  # verl / OpenRLHF (DPO too) heads  # verl's / OpenRLHF's actor (a critic: its one-output head, vocab 1)
         entropy = w.roles.entropy if t.vocab > 1 else "off"
         c = act.saved_dtype_bytes(p)[1]
+        chunk, _ = role_heads.fused_head(s.knobs.framework, w.roles.fused_kernels)
+        if chunk and t.vocab > 1:  # verl's fused head: the logits' gradient a chunk at a time
+            return role_heads.fused_update_head_bytes(rows * width, t.vocab, t.hidden, c, entropy, head_grad > 0, chunk)
         up = role_heads.upcasts(s.knobs.framework) and t.vocab > 1
         return role_heads.update_head_bytes(rows * width, t.vocab, t.hidden, c, entropy, head_grad, up)
     if w.kind == "gkd":  # both models' logits and the generalized JSD's temporaries

@@ -18,6 +18,10 @@ class RoleEngine:
     profile: tuple[int, int] = (2048, 128)  # the engine's profile run: max_num_batched_tokens, max_num_seqs
     upcasts_logprobs: bool = False  # scores fp32 logits (a copy of the half-precision ones), else the compute dtype's
     logprob_entropy: bool = False  # its old-log-prob pass computes the entropy too, whatever the coefficient
+    # its fused log-prob head (Roles.fused_kernels: planner.estimate.role_heads.fused_*): the tokens of logits one
+    # chunk scores, and the fp32 logits-sized tensors a chunk of a no-grad pass holds (0: it has no such head)
+    fused_chunk_tokens: int = 0
+    fused_logprob_fp32_copies: int = 0
     reward_engine: bool = False  # scores with its reward model in an inference server, not a training worker
     reward_memory: float = 0.0  # that server's share of the card (reward_engine)
     critic_own_budget: bool = False  # the critic's values pass and update both cut by the critic's token budget

@@ -264,13 +264,16 @@ def _entropy(c: Collector, f: dict[str, Flag]) -> None:
 
 
 def _fused_kernels(c: Collector, f: dict[str, Flag]) -> None:
-    """model.use_fused_kernels (default False, v0.7.0 trainer/config/model/hf_model.yaml:61): the model returns the
-    log-probs and entropy from FusedLinearForPPO, 512 tokens of logits at a time (workers/actor/dp_actor.py:194-209,
-    models/transformers/qwen2_vl.py:490, utils/experimental/torch_functional.py:75-127), not the whole logits that
-    planner.estimate.role_heads counts: named, the heads planned with the whole logits (more than the run holds)."""
-    given = f.get(KEYS.key("fused_kernels"))
-    if given is not None and as_bool(one(given.value)):
-        c.note(f"{given.source} (verl's chunked log-prob kernels are not planned: the heads planned with whole logits)")
+    """model.use_fused_kernels (default False, v0.7.0 trainer/config/model/hf_model.yaml:61): the actor and the
+    reference return the log-probs and entropy from FusedLinearForPPO, 512 tokens of logits at a time (workers/
+    fsdp_workers.py:787-879, workers/actor/dp_actor.py:194-209, models/transformers/qwen2_vl.py:490, utils/experimental/
+    torch_functional.py:75-193): planned (planner.estimate.role_heads.fused_*). Its other backends (triton: verl's
+    linear_cross_entropy kernel; liger in 0.9.1) are named and planned as the torch one."""
+    on, s = get(f, KEYS.key("workload.roles.fused_kernels"))
+    c.set("workload.roles.fused_kernels", bool(as_bool(on)), s, short(KEYS.key("workload.roles.fused_kernels")))
+    backend = f.get(KEYS.key("fused_backend"))
+    if as_bool(on) and backend is not None and str(one(backend.value)).strip("'\"") != "torch":
+        c.note(f"{backend.source} (planned as the torch backend's 512-token chunks: the other kernels not measured)")
 
 
 def _sharding(c: Collector, f: dict[str, Flag]) -> None:

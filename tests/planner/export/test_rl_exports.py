@@ -109,6 +109,20 @@ def test_verl_writes_the_log_prob_micro_batches_and_reads_them_back(tmp_path):
     assert (roles["logprob_micro_batch"], roles["ref_logprob_micro_batch"]) == (8, 2)
 
 
+def test_verl_writes_its_fused_head_and_reads_it_back(tmp_path):
+    """A plan through verl's fused log-prob head (planner.estimate.role_heads.fused_*) says so in the script
+    (actor_rollout_ref.model.use_fused_kernels=True), read back as the same field; a plan without it writes nothing
+    (verl's default is off: model/hf_model.yaml:61)."""
+    for fused in (True, False):
+        rl = {"kind": "grpo", **RL, "roles": {"fused_kernels": fused}}
+        _, path = written(
+            "verl", "grpo_vlm", tmp_path / str(fused), model="qwen2.5-1.5b", images=None, max_pixels=None, workload=rl
+        )
+        keys = script_flags(path.read_text())
+        assert keys.get("actor_rollout_ref.model.use_fused_kernels") == ("true" if fused else None)
+        assert intake.read([str(path)]).request["workload"]["roles"]["fused_kernels"] is fused
+
+
 @pytest.mark.parametrize("images", [1, 2])
 def test_verl_writes_the_images_pixel_bounds_and_reads_them_back(tmp_path, images):
     """A Qwen2.5-VL GRPO plan's images at most 401,408 pixels (512 tokens; unwritten, the processor's 12,845,056 and

@@ -244,15 +244,15 @@ def test_verls_critic_offload_policy_apart_from_the_actors_is_said(tmp_path):
 def test_verl_reads_the_log_prob_passes_micro_batches_and_names_what_it_does_not_plan(tmp_path):
     """verl's example (actor micro-batch 10, log-prob micro-batches 20; v0.7.0 examples/grpo_trainer/
     run_qwen2_5_vl-7b.sh): each pass's own key read (v0.7.0 workers/fsdp_workers.py:1014, :1054); its fused kernels
-    named. Under use_dynamic_bsz the micro-batch keys are unused and the reference's own budget is named."""
+    read (planned: planner.estimate.role_heads.fused_*). Under use_dynamic_bsz the micro-batch keys are unused and the reference's own budget is named."""
     reading = intake.read([str(DATA / "verl/examples/run_qwen2_5_vl-7b.sh")])
     s = {x.field: x for x in reading.settings}
     assert s["micro_batch"].value == 10
     assert s["workload.roles.logprob_micro_batch"].value == s["workload.roles.ref_logprob_micro_batch"].value == 20
     assert "log_prob_micro_batch_size_per_gpu=20" in s["workload.roles.ref_logprob_micro_batch"].source
-    assert any(
-        "use_fused_kernels=True (verl's chunked log-prob kernels are not planned" in n for n in reading.unplanned
-    )
+    assert s["workload.roles.fused_kernels"].value is True
+    assert "use_fused_kernels=True" in s["workload.roles.fused_kernels"].source
+    assert not any("use_fused_kernels" in n for n in reading.unplanned)
     script = tmp_path / "run.sh"
     a = "actor_rollout_ref."
     script.write_text(
