@@ -184,6 +184,15 @@ class Roles(BaseModel):
             "micro-batch"
         ),
     )
+    ref_logprob_max_tokens_per_gpu: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_TOKENS_PER_GPU,
+        description=(
+            "token budget of the reference's log-prob pass (verl ref.log_prob_max_token_len_per_gpu); none: the old "
+            "log-probs'"
+        ),
+    )
     critic_max_tokens_per_gpu: int | None = Field(
         default=None, ge=1, le=MAX_TOKENS_PER_GPU, description="token budget of the critic's update and values"
     )

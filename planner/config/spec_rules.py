@@ -89,6 +89,20 @@ def run_rules(k: KnobFields) -> None:
             "move_model_batches",
         )
     engine = FRAMEWORKS[k.framework].role_engine
+    r = k.workload.roles
+    own = [
+        f for f in ("logprob_micro_batch", "ref_logprob_micro_batch", "ref_logprob_max_tokens_per_gpu") if getattr(r, f)
+    ]
+    if own and (engine is None or not engine.own_pass_sizes):
+        sizes = [n for n, f in FRAMEWORKS.items() if f.role_engine is not None and f.role_engine.own_pass_sizes]
+        raise BadInput(
+            f"--{own[0].replace('_', '-')} sizes a log-prob pass apart from the update, as "
+            + " and ".join(sizes)
+            + f" runs it; {k.framework} scores at the update's micro-batch (or --logprob-max-tokens-per-gpu): give "
+            + "--framework "
+            + " or ".join(sizes),
+            own[0],
+        )
     if k.workload.roles.fused_kernels and (engine is None or not engine.fused_chunk_tokens):
         fused = [n for n, f in FRAMEWORKS.items() if f.role_engine is not None and f.role_engine.fused_chunk_tokens]
         raise BadInput(

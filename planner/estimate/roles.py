@@ -175,14 +175,15 @@ def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...
         return {"reward-scoring": rollout.reward_engine_bytes(r, capacity, s.knobs.framework)}
     if role in ("actor", "ref"):
         micro = logprob_rows(s, role)
-        rows, width = pass_tokens(s, r.logprob_max_tokens_per_gpu, micro)
+        budget = (role == "ref" and r.ref_logprob_max_tokens_per_gpu) or r.logprob_max_tokens_per_gpu
+        rows, width = pass_tokens(s, budget, micro)
         entropy = role == "actor" and engine_of(s).logprob_entropy  # verl's compute_log_prob computes it always
         chunk, copies = fused_head(s.knobs.framework, r.fused_kernels)
         if chunk:  # verl's fused head: a chunk's fp32 logits at a time
             head = fused_logprob_pass_head_bytes(rows * width, t.vocab, chunk, copies)
         else:
             head = logprob_pass_head_bytes(rows * width, t.vocab, c, entropy, upcasts(s.knobs.framework))
-        packed = replace(s, packed_rows=packed_rows(s, r.logprob_max_tokens_per_gpu, micro))
+        packed = replace(s, packed_rows=packed_rows(s, budget, micro))
         nograd = active_bytes(s, role, offload) + nograd_pass_bytes(packed, rows, width, head)
         if role == "ref":
             return {"reference-forward": nograd}

@@ -18,6 +18,9 @@ class RoleEngine:
     profile: tuple[int, int] = (2048, 128)  # the engine's profile run: max_num_batched_tokens, max_num_seqs
     upcasts_logprobs: bool = False  # scores fp32 logits (a copy of the half-precision ones), else the compute dtype's
     logprob_entropy: bool = False  # its old-log-prob pass computes the entropy too, whatever the coefficient
+    # its old log-probs and reference passes take micro-batches and token budgets of their own (Roles.logprob_micro_batch,
+    # ref_logprob_micro_batch, ref_logprob_max_tokens_per_gpu), else they run at the update's
+    own_pass_sizes: bool = False
     # its fused log-prob head (Roles.fused_kernels: planner.estimate.role_heads.fused_*): the tokens of logits one
     # chunk scores, and the fp32 logits-sized tensors a chunk of a no-grad pass holds (0: it has no such head)
     fused_chunk_tokens: int = 0

@@ -241,17 +241,17 @@ def _logprob_micro_batches(c: Collector, f: dict[str, Flag], dynamic: bool) -> N
 
 
 def _ref_budget(c: Collector, f: dict[str, Flag], actor_budget: int | None) -> None:
-    """The reference's own token budget (ref.log_prob_max_token_len_per_gpu, following the actor's,
-    ref/ref.yaml:24): the reference pass is planned at the old log-probs' budget, so a different one is named."""
+    """The reference's own token budget (ref.log_prob_max_token_len_per_gpu, following the actor's, ref/ref.yaml:24;
+    its pass cut by it: workers/actor/dp_actor.py:366-368): read where it is not the old log-probs'."""
     key = KEYS.key("ref_logprob_max_tokens_per_gpu")
     given, planned = f.get(key), c.get("workload.roles.logprob_max_tokens_per_gpu")
     budget, source = (
-        (as_int(one(given.value)), given.source) if given else (actor_budget, f"{key} (follows the actor's)")
+        (as_int(one(given.value)), given.source)
+        if given
+        else (actor_budget, f"{key} (follows the actor's, ref/ref.yaml:24)")
     )
     if budget != planned:
-        c.note(
-            f"{source} (the reference's own budget {budget} is not planned: planned at the old log-probs' {planned})"
-        )
+        c.number("workload.roles.ref_logprob_max_tokens_per_gpu", budget, source, short(key))
 
 
 def _entropy(c: Collector, f: dict[str, Flag]) -> None:

@@ -162,7 +162,7 @@ def budget_overrides(plan: Plan) -> list[Override]:
         logprob = r.logprob_max_tokens_per_gpu or longest * plan.micro_batch
         return out + [
             (KEYS.key("logprob_max_tokens_per_gpu"), logprob),
-            (KEYS.key("ref_logprob_max_tokens_per_gpu"), logprob),
+            (KEYS.key("ref_logprob_max_tokens_per_gpu"), r.ref_logprob_max_tokens_per_gpu or logprob),
         ]
     return out + [
         (KEYS.key("micro_batch"), plan.micro_batch),

@@ -7,6 +7,7 @@ import pytest
 
 from planner.config.spec import GIB, Knobs
 from planner.config.workload import Workload
+from planner.errors import BadInput
 from planner.estimate import rl, roles, rollout, state_terms
 from planner.estimate.setup import Setup
 from planner.model import catalog
@@ -203,3 +204,30 @@ def test_the_no_grad_passes_run_at_their_own_micro_batches(remove_padding):
     assert phase(own, "reference-forward") == phase(at4, "reference-forward") > phase(base, "reference-forward")
     assert phase(own, "actor-update") == phase(base, "actor-update")
     assert phase(own, "critic-values") == phase(base, "critic-values")
+
+
+def test_the_reference_runs_at_its_own_token_budget():
+    """verl's ref.log_prob_max_token_len_per_gpu cuts the reference's pass (workers/actor/dp_actor.py:366-368): twice
+    the old log-probs' budget holds more in the reference's forward and nothing else moves; the same budget as theirs
+    is the plan without it."""
+    budgets = {"max_tokens_per_gpu": 4096, "logprob_max_tokens_per_gpu": 4096}
+    base, own = setup(**budgets), setup(**budgets, ref_logprob_max_tokens_per_gpu=8192)
+    assert (
+        roles.role_phase_bytes(own, "ref", CAP)["reference-forward"]
+        > roles.role_phase_bytes(base, "ref", CAP)["reference-forward"]
+    )
+    assert roles.role_phase_bytes(own, "actor", CAP) == roles.role_phase_bytes(base, "actor", CAP)
+    same = setup(**budgets, ref_logprob_max_tokens_per_gpu=4096)
+    assert roles.role_phase_bytes(same, "ref", CAP) == roles.role_phase_bytes(base, "ref", CAP)
+
+
+@pytest.mark.parametrize("field", ["logprob_micro_batch", "ref_logprob_micro_batch", "ref_logprob_max_tokens_per_gpu"])
+def test_a_log_prob_pass_sized_apart_is_verls_alone(field):
+    """OpenRLHF scores its experience at --rollout.micro_batch_size (planned as the log-prob budget): a pass sized apart
+    from it would be planned and never written, so it is refused in one line that names verl."""
+    w = Workload(kind="ppo", beta=0.001, max_prompt_length=512, max_completion_length=1024, roles={field: 4096})
+    with pytest.raises(
+        BadInput, match=f"--{field.replace('_', '-')} sizes a log-prob pass apart.*--framework verl"
+    ) as e:
+        Knobs.make(framework="openrlhf", zero_stage=3, workload=w)
+    assert e.value.field == field and "\n" not in str(e.value)

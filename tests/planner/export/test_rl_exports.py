@@ -109,6 +109,18 @@ def test_verl_writes_the_log_prob_micro_batches_and_reads_them_back(tmp_path):
     assert (roles["logprob_micro_batch"], roles["ref_logprob_micro_batch"]) == (8, 2)
 
 
+def test_verl_writes_the_references_own_budget_and_reads_it_back(tmp_path):
+    """A reference pass at its own token budget is verl's ref.log_prob_max_token_len_per_gpu, read back as it was."""
+    roles = {"max_tokens_per_gpu": 4096, "logprob_max_tokens_per_gpu": 4096, "ref_logprob_max_tokens_per_gpu": 8192}
+    rl = {"kind": "grpo", **RL, "roles": roles}
+    _, path = written("verl", "grpo_vlm", tmp_path, model="qwen2.5-1.5b", images=None, max_pixels=None, workload=rl)
+    keys = script_flags(path.read_text())
+    assert keys["actor_rollout_ref.ref.log_prob_max_token_len_per_gpu"] == "8192"
+    assert keys["actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"] == "4096"
+    back = intake.read([str(path)]).request["workload"]["roles"]
+    assert (back["logprob_max_tokens_per_gpu"], back["ref_logprob_max_tokens_per_gpu"]) == (4096, 8192)
+
+
 def test_verl_writes_its_fused_head_and_reads_it_back(tmp_path):
     """A plan through verl's fused log-prob head (planner.estimate.role_heads.fused_*) says so in the script
     (actor_rollout_ref.model.use_fused_kernels=True), read back as the same field; a plan without it writes nothing

@@ -264,7 +264,8 @@ def test_verl_reads_the_log_prob_passes_micro_batches_and_names_what_it_does_not
     s = {x.field: x.value for x in reading.settings}
     assert s["workload.roles.logprob_max_tokens_per_gpu"] == 16000 and "workload.roles.logprob_micro_batch" not in s
     assert any("log_prob_micro_batch_size_per_gpu=8 (unused under use_dynamic_bsz" in n for n in reading.unplanned)
-    assert any("budget 32000 is not planned: planned at the old log-probs' 16000" in n for n in reading.unplanned)
+    assert s["workload.roles.ref_logprob_max_tokens_per_gpu"] == 32000  # its own, read (dp_actor.py:366-368)
+    assert not any("32000" in n for n in reading.unplanned)
 
 
 def test_verl_divides_a_global_log_prob_micro_batch_by_its_gpus(tmp_path):
