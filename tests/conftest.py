@@ -343,7 +343,7 @@ SLOW = {
     "tests/benchmarks/test_gpu_suite.py::test_apply_writes_a_calibration_the_planner_reads": 0,
     "tests/benchmarks/test_gpu_suite.py::test_a_part_stops_at_its_budget_and_resume_finishes_it": 20,
     # verl's own fused head in each release's venv (stop 70)
-    "tests/probes/test_verl_fused_head.py::test_the_fused_terms_are_verls_own_heads_peaks": 14,
+    "tests/probes/test_verl_fused_head.py::test_the_fused_terms_are_verls_own_heads_peaks": 7,
     # tests/planner/frameworks: every catalog model at two shapes, with and without the framework (9 s each)
     "tests/planner/frameworks/test_rules_prune.py::test_every_ranked_plan_is_written_and_parsed_by_its_framework[llamafactory-families]": 14,
     "tests/planner/frameworks/test_rules_prune.py::test_every_ranked_plan_is_written_and_parsed_by_its_framework[swift-families]": 15,

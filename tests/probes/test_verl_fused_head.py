@@ -1,8 +1,8 @@
 """verl's fused log-prob head (model.use_fused_kernels) against planner.estimate.role_heads' fused terms: verl's own
 FusedLinearForPPO run on CPU in each release's venv (probes/verl_fused_head.py: 0.9.1 in .fwenv/verl, 0.6.1 in
 .fwenv-old), every storage counted by probes.tracker. One chunk (256 tokens, under verl's 512) and two with a partial
-third (1,300: the previous chunk's gradients live into the next); a hidden size far under the chunk's tokens and one
-near it (which of the backward's two moments is the peak turns on it), at a 1,024-token vocabulary (bf16 matmuls are
+third (1,300: the previous chunk's gradients live into the next), at a hidden size near the chunk's tokens and one far
+under them (which of the backward's two moments is the peak turns on it), at a 1,024-token vocabulary (bf16 matmuls are
 slow on CPU). Measured: every peak within the terms' per-token allowance (FUSED_PER_TOKEN, 16 bytes) and a few
 allocator blocks."""
 
@@ -19,7 +19,9 @@ from planner.frameworks import FRAMEWORKS
 ROOT = Path(__file__).resolve().parents[2]
 VOCAB, CHUNK = 1024, 512
 ROUNDING = 8 * 512  # a few of the allocator's 512-byte blocks (probes.tracker) over the chunk's small tensors
-SHAPES = [(t, h, VOCAB) for t in (256, 1300) for h in (64, 1024)]
+# one chunk at a hidden size near its tokens (the matmuls' moment is the backward's peak), two and a partial third at a
+# small one (the logits' gradient is): 52 s of a worker in make test at four shapes (stop 70), two since
+SHAPES = [(256, 1024, VOCAB), (1300, 64, VOCAB)]
 # release -> (its venv's python, the fp32 logits-sized tensors a no-grad chunk holds: torch_functional.py at each)
 RELEASES = {
     "0.9.1": (os.environ.get("MEMPLAN_VERL_PYTHON"), 3),

@@ -163,8 +163,16 @@ SWEEP_VENVS = {
 # between two neighbours checked here on every commit: LLaMA-Factory 0.6 (between 0.5 and 0.7), 0.9.2 and 0.9.3
 # (between 0.9.1 and 0.9.4), TRL 0.15 (between 0.14 and 0.19). Their key tables differ from the neighbours' in a few
 # keys (planner/frameworks/llamafactory/keys.py), which only the sweep tier's run of this check passes through
-# their own parsers
-SWEEP_LINES = {("llamafactory", "0.6"), ("llamafactory", "0.9.2"), ("llamafactory", "0.9.3"), ("trl", "0.15")}
+# their own parsers; since stop 70 also ms-swift 3.4 (between 3 and 3.7) and TRL 0.22 (between 0.19 and 1.0; its venv
+# still checks unsloth's line on every commit)
+SWEEP_LINES = {
+    ("llamafactory", "0.6"),
+    ("llamafactory", "0.9.2"),
+    ("llamafactory", "0.9.3"),
+    ("trl", "0.15"),
+    ("swift", "3.4"),
+    ("trl", "0.22"),
+}
 CASES = [
     pytest.param(*r, id=f"{r[0]}@{r[1]}:{r[2]}", marks=[SWEEP] if r[2] in SWEEP_VENVS or r[:2] in SWEEP_LINES else [])
     for r in RELEASES
