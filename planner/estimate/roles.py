@@ -21,17 +21,11 @@ from functools import lru_cache
 
 from planner.config.roles import ACTOR, Group, existing_roles
 from planner.config.spec import MemoryBreakdown
-from planner.estimate import fsdp, generation, rollout, state_terms, trl_ppo, zero
+from planner.estimate import fsdp, generation, role_heads, rollout, state_terms, trl_ppo, zero
 from planner.estimate import memory as mem
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.overheads import terms as overhead_terms
-from planner.estimate.role_heads import (
-    fused_head,
-    fused_logprob_pass_head_bytes,
-    logprob_pass_head_bytes,
-    upcasts,
-    value_pass_head_bytes,
-)
+from planner.estimate.role_heads import logprob_pass_head_bytes, upcasts, value_pass_head_bytes
 from planner.estimate.setup import Setup
 from planner.frameworks import FRAMEWORKS
 from planner.frameworks.rl import RoleEngine
@@ -178,9 +172,9 @@ def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...
         budget = (role == "ref" and r.ref_logprob_max_tokens_per_gpu) or r.logprob_max_tokens_per_gpu
         rows, width = pass_tokens(s, budget, micro)
         entropy = role == "actor" and engine_of(s).logprob_entropy  # verl's compute_log_prob computes it always
-        chunk, copies = fused_head(s.knobs.framework, r.fused_kernels)
+        chunk, copies = role_heads.fused_head(s.knobs.framework, r.fused_kernels)
         if chunk:  # verl's fused head: a chunk's fp32 logits at a time
-            head = fused_logprob_pass_head_bytes(rows * width, t.vocab, chunk, copies)
+            head = role_heads.fused_logprob_pass_head_bytes(rows * width, t.vocab, chunk, copies)
         else:
             head = logprob_pass_head_bytes(rows * width, t.vocab, c, entropy, upcasts(s.knobs.framework))
         packed = replace(s, packed_rows=packed_rows(s, budget, micro))
