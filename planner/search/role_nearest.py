@@ -1,5 +1,5 @@
 """The one-change variants of an RL run that does not fit (planner.search.nearest asks the planner of each): the
-rollout engine's share lowered, a token budget halved, a role's states offloaded between its phases, the engine put
+rollout engine's share lowered, a token budget halved, verl's fused log-prob head, a role's states offloaded between its phases, the engine put
 to sleep or run eager, the entropy recomputed. Least disruptive first: a share or a budget changes no result, an
 offload costs transfers."""
 
@@ -42,6 +42,8 @@ def variants(req: Target, goal: Goal) -> list[tuple[str, dict]]:
             cut = max(w.seq_len(), now // part)
             if cut < now:
                 out.append((f"{label} {cut:,}", {field: cut}))
+    if FRAMEWORKS[framework].role_engine.fused_chunk_tokens and not r.fused_kernels:  # verl's chunked log-prob head
+        out.append(("fused log-prob head", {"fused_kernels": True}))
     if not engine:
         return wrapped(w, out)
     sleep = FRAMEWORKS[framework].role_engine.sleep_on

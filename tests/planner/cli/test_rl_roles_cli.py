@@ -30,6 +30,17 @@ def test_check_names_the_group_phase_and_a_fix_in_openrlhfs_flags():
     assert "log-prob token budget 32,768, in openrlhf's keys: --rollout.micro_batch_size: 4" in out
 
 
+def test_a_verl_run_out_of_memory_in_its_log_probs_is_offered_the_fused_head():
+    """verl's own Qwen2.5-VL-7B GRPO example with its fused head turned off beside the file: the old log-probs run out of
+    memory on an H100 and the changes that fit include verl's chunked head, in verl's key."""
+    example = ROOT / "tests/data/frameworks/verl/examples/run_qwen2_5_vl-7b.sh"
+    r = planner("check", "--config", str(example), "--gpu", "h100", "--fused-kernels", "false", "--brief")
+    assert r.returncode == 3, r.stderr[-2000:]
+    out = " ".join(r.stdout.split())
+    assert "colocated (8 GPUs) runs out of memory in old-logps" in out
+    assert "fused log-prob head, in verl's keys: actor_rollout_ref.model.use_fused_kernels: true" in out
+
+
 def test_role_flags_reach_the_plan_and_its_phases():
     r = planner(
         "suggest",
