@@ -88,23 +88,18 @@ def run_rules(k: KnobFields) -> None:
             + " or ".join(n for n, f in FRAMEWORKS.items() if f.sync_groups),
             "move_model_batches",
         )
-    engine = FRAMEWORKS[k.framework].role_engine
     r = k.workload.roles
     own = [
         f for f in ("logprob_micro_batch", "ref_logprob_micro_batch", "ref_logprob_max_tokens_per_gpu") if getattr(r, f)
     ]
-    if own and (engine is None or not engine.own_pass_sizes):
-        sizes = [n for n, f in FRAMEWORKS.items() if f.role_engine is not None and f.role_engine.own_pass_sizes]
+    if own and k.framework not in (sizes := engines_with("own_pass_sizes")):
         raise BadInput(
-            f"--{own[0].replace('_', '-')} sizes a log-prob pass apart from the update, as "
-            + " and ".join(sizes)
-            + f" runs it; {k.framework} scores at the update's micro-batch (or --logprob-max-tokens-per-gpu): give "
-            + "--framework "
+            f"--{own[0].replace('_', '-')} sizes a log-prob pass apart from the update, as {' and '.join(sizes)} runs "
+            f"it; {k.framework} scores at the update's micro-batch (or --logprob-max-tokens-per-gpu): give --framework "
             + " or ".join(sizes),
             own[0],
         )
-    if k.workload.roles.fused_kernels and (engine is None or not engine.fused_chunk_tokens):
-        fused = [n for n, f in FRAMEWORKS.items() if f.role_engine is not None and f.role_engine.fused_chunk_tokens]
+    if r.fused_kernels and k.framework not in (fused := engines_with("fused_chunk_tokens")):
         raise BadInput(
             "--fused-kernels true is verl's model.use_fused_kernels (its chunked log-prob head): give --framework "
             + " or ".join(fused),
@@ -115,6 +110,11 @@ def run_rules(k: KnobFields) -> None:
             object.__setattr__(k, "zero_buckets", zerobuckets.canonical(zerobuckets.parse(k.zero_buckets)))
         except ValueError as e:
             raise BadInput(str(e), "zero_buckets") from None
+
+
+def engines_with(field: str) -> list[str]:
+    """The frameworks whose RoleEngine sets `field` (a flag or a non-zero size)."""
+    return [n for n, f in FRAMEWORKS.items() if f.role_engine is not None and getattr(f.role_engine, field)]
 
 
 def one_sample_groups(k: KnobFields) -> bool:

@@ -90,8 +90,8 @@ def fused_update_head_bytes(
     variables live until reassigned). Pinned to verl's own function on CPU (tests/probes/test_verl_fused_head.py)."""
     c = min(tokens, chunk)
     weight = compute_bytes * vocab * hidden if head_trained else 0
-    locals_fp32 = 4 if entropy != "off" else 3
-    gradient = (locals_fp32 + 3 if entropy != "off" else 5) * PER_TOKEN_FP32 * c * vocab
+    locals_fp32, gradient_fp32 = (4, 7) if entropy != "off" else (3, 5)
+    gradient = gradient_fp32 * PER_TOKEN_FP32 * c * vocab
     matmuls = locals_fp32 * PER_TOKEN_FP32 * c * vocab + compute_bytes * c * (vocab + hidden) + weight
     previous = compute_bytes * c * hidden + weight if tokens > chunk else 0
     return max(gradient, matmuls) + weight + compute_bytes * tokens * hidden + previous + FUSED_PER_TOKEN * tokens

@@ -1,6 +1,6 @@
 """The one-change variants of an RL run that does not fit (planner.search.nearest asks the planner of each): the
-rollout engine's share lowered, a token budget halved, verl's fused log-prob head, a role's states offloaded between its phases, the engine put
-to sleep or run eager, the entropy recomputed. Least disruptive first: a share or a budget changes no result, an
+rollout engine's share lowered, a token budget halved, verl's fused log-prob head, a role's states offloaded between
+its phases, the engine put to sleep or run eager, the entropy recomputed. Least disruptive first: a share or a budget changes no result, an
 offload costs transfers."""
 
 from __future__ import annotations

@@ -41,15 +41,15 @@ ROLES = RoleEngine(
     profile=(8192, 256),  # max_num_batched_tokens, max_num_seqs (rollout/rollout.yaml:78,84)
     # dp_actor.py _forward_micro_batch: the compute dtype's logits; compute_log_prob computes the entropy always
     logprob_entropy=True,
+    # rollout.log_prob_micro_batch_size_per_gpu, ref.log_prob_micro_batch_size_per_gpu (v0.7.0 workers/fsdp_workers.py
+    # :1014, :1054), ref.log_prob_max_token_len_per_gpu (ref/ref.yaml:24; dp_actor.py:366-368)
+    own_pass_sizes=True,
     # model.use_fused_kernels (model/hf_model.yaml:61, impl_backend torch :67): FusedLinearForPPO scores 512 tokens at
     # a time (utils/experimental/torch_functional.py FusedLinearForPPO(chunk_size=512)); a chunk of a no-grad pass
     # holds 4 fp32 logits-sized tensors at v0.5.0-v0.7.0 (the fp32 logits, softmax, log_softmax, logsumexp's or
     # p x logits' temporary: the same file at each tag) and 3 in the 0.9.1 wheel (log_softmax or flash-attn's
     # cross-entropy after the entropy); the line's 4, one chunk's fp32 logits over at 0.9.1
     # (probes/verl_fused_head.py, tests/probes/test_verl_fused_head.py)
-    # rollout.log_prob_micro_batch_size_per_gpu, ref.log_prob_micro_batch_size_per_gpu (v0.7.0 workers/fsdp_workers.py
-    # :1014, :1054), ref.log_prob_max_token_len_per_gpu (ref/ref.yaml:24; dp_actor.py:366-368)
-    own_pass_sizes=True,
     fused_chunk_tokens=512,
     fused_logprob_fp32_copies=4,
     reward_engine=True,  # a vLLM/SGLang server (experimental/reward_loop/reward_model.py:51-93)
