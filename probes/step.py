@@ -48,7 +48,9 @@ def build_model(case: Case, layers: int | None = None, paths: str = "cpu", value
         layers=layers,
         device_type="cpu",
         recompute=lambda: (nullcontext(), _Recompute(k, paths)),
-        quant_standin=not _bitsandbytes(),
+        # bitsandbytes' import costs 3.3 s of a CPU (its ops' torch.compile registrations): asked only for a
+        # quantized base, the one place the stand-in is chosen (recipe.quant.quantize_base)
+        quant_standin=k.quant != "none" and not _bitsandbytes(),
         value_head=value_head,
     )
     for name, m in model.named_modules():  # traced as CUDA runs it (_NoSdpaDropout)

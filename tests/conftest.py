@@ -197,6 +197,8 @@ SLOW = {
     "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-pure-full-qwen3_vl_moe]": 28,
     "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-pure-off-qwen3_next]": 16,
     "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-pure-off-qwen3_5]": 13,
+    "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-pure-off-16x512-qwen3_next]": 7,
+    "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-pure-off-16x512-qwen3_5]": 6,
     "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-off-qwen2_vl]": 10,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen3.5-27b]": 9,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen3-next-80b-a3b]": 7,
@@ -214,7 +216,7 @@ SLOW = {
     "tests/test_extras_venvs.py::test_the_api_extra_alone_serves": 14,
     "tests/test_extras_venvs.py::test_the_postgres_extra_alone_reads_a_shared_store": 10,
     # issue 36: real Slurm, Ray and PostgreSQL engines behind a real API server (4-60 s each)
-    "tests/api/test_slurm_executor.py::test_a_job_array_of_8_probes_completes_with_8_records": 20,
+    "tests/api/test_slurm_executor.py::test_a_job_array_of_probes_completes_with_a_record_each": 20,
     "tests/api/test_slurm_executor.py::test_a_cancelled_job_is_scancelled_and_leaves_nothing": 8,
     "tests/api/test_slurm_executor.py::test_a_node_lost_mid_job_fails_it_with_slurms_reason": 8,
     "tests/api/test_slurm_executor.py::test_a_submission_slurm_refuses_fails_with_sbatchs_words": 5,

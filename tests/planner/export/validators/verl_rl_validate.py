@@ -58,7 +58,9 @@ def compose(overrides: list[str]):
     import verl
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
+    from hydra_files import parse_each_file_once
 
+    parse_each_file_once()
     config_dir = str(Path(verl.__file__).parent / "trainer" / "config")
     with initialize_config_dir(config_dir=config_dir, version_base=None):
         return hydra_compose(config_name="ppo_trainer", overrides=overrides)
