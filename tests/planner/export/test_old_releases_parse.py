@@ -164,8 +164,11 @@ SWEEP_VENVS = {
 # (between 0.9.1 and 0.9.4), TRL 0.15 (between 0.14 and 0.19). Their key tables differ from the neighbours' in a few
 # keys (planner/frameworks/llamafactory/keys.py), which only the sweep tier's run of this check passes through
 # their own parsers; since stop 70 also ms-swift 3.4 (between 3 and 3.7) and TRL 0.22 (between 0.19 and 1.0; its venv
-# still checks unsloth's line on every commit)
+# still checks unsloth's line on every commit); since stop 71 LLaMA-Factory 0.8 (between 0.7.1 and 0.9.1) and TRL 1.0
+# (between 0.19 and 1.10, whose Liger files are 1.0's)
 SWEEP_LINES = {
+    ("llamafactory", "0.8"),
+    ("trl", "1.0"),
     ("llamafactory", "0.6"),
     ("llamafactory", "0.9.2"),
     ("llamafactory", "0.9.3"),
