@@ -5,7 +5,17 @@ checkpointing, precision and attention; defaults cited from cli/train_dpo.py (0.
 from __future__ import annotations
 
 from planner.frameworks.openrlhf.keys import KEYS, T
-from planner.frameworks.openrlhf.reader_flags import OLD, ORL, attention, dotted, get, on, precision, zero_buckets
+from planner.frameworks.openrlhf.reader_flags import (
+    OLD,
+    ORL,
+    attention,
+    dotted,
+    get,
+    gpus,
+    on,
+    precision,
+    zero_buckets,
+)
 from planner.intake.collect import Collector, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import read_model
@@ -49,6 +59,9 @@ def read_dpo(c: Collector, flags: dict[str, Flag], near) -> None:
     m, g = as_int(micro) or 8, as_int(batch) or 128
     if g % (m * world) == 0:
         c.number("grad_accum", g // (m * world), f"{bs} / (micro {m} x {world} GPUs)", KEYS.flag("global_batch"))
+        # the launcher's GPUs given as a flag (deepspeed --module over every visible GPU): the accumulation again from
+        # them, as DeepSpeed splits the batch (OpenRLHF#384's 128 on 8 GPUs: 16 micro-steps, not 128)
+        c.derived["grad_accum"] = (("gpus_per_node", "nodes"), lambda b: max(1, g // (m * gpus(b))))
     else:
         c.note(f"{bs} is not micro {m} x {world} GPUs x an accumulation: DeepSpeed refuses it at start")
     stage, ss = get(f, KEYS.key("zero_stage"))

@@ -232,3 +232,8 @@ def zero_buckets(c: Collector, f: dict[str, Flag], stage: int) -> None:
     why = "DeepSpeed's own defaults for its config's \"auto\" sizes (utils/deepspeed/deepspeed_utils.py:29-34)"
     source = default(ORL, "deepspeed runtime/zero/config.py", why) + (f"; {flag.source}" if flag else "")
     c.set("zero_buckets", bucket_text(stage, on(f, flag.key) if flag else False), source, "--ds.zero_stage")
+
+
+def gpus(body: dict) -> int:
+    """The GPUs a request's launch spans (gpus_per_node x nodes, each 1 unless given)."""
+    return (as_int(body.get("gpus_per_node")) or 1) * (as_int(body.get("nodes")) or 1)

@@ -15,7 +15,7 @@ The GPUs are the deepspeed launcher's (read before this)."""
 from __future__ import annotations
 
 from planner.config.roles import ACTOR
-from planner.frameworks.openrlhf.reader_flags import on, zero_buckets
+from planner.frameworks.openrlhf.reader_flags import gpus, on, zero_buckets
 from planner.intake.collect import Collector, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import lookup, read_model
@@ -148,10 +148,6 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
             )
     else:
         c.note(f"{bs} is not micro {m} x {world} GPUs x an accumulation: DeepSpeed refuses it at start")
-
-
-def gpus(body: dict) -> int:
-    return (as_int(body.get("gpus_per_node")) or 1) * (as_int(body.get("nodes")) or 1)
 
 
 def _models(c: Collector, f: dict[str, Flag], kind: str, near) -> None:
