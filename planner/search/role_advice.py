@@ -5,6 +5,7 @@ fits and names it in the framework's keys)."""
 from __future__ import annotations
 
 from planner.config.spec import GIB, Plan
+from planner.frameworks import FRAMEWORKS
 
 # a term of planner.estimate.roles' phases (its name less _bytes; role prefixes stripped) -> (what it is, its fixes)
 TERMS = {
@@ -41,10 +42,25 @@ def reason(plan: Plan, usable: int) -> str:
     m = plan.memory
     group, term, size = deciding_term(plan)
     what, fix = TERMS.get(term, (term.replace("_", " "), "more GPUs"))
+    fix = pass_fix(plan, term) or fix
     return (
         f"{group} runs out of memory in {m.peak_phase}: {gib(m.device_total_bytes)} per GPU > {gib(usable)} usable; "
         f"its largest term is {what} ({gib(size)}): {fix}"
     )
+
+
+def pass_fix(plan: Plan, term: str) -> str | None:
+    """A log-prob pass's fixes as the plan's framework sizes it: the reference at its own budget where the framework
+    has one (verl's ref.log_prob_max_token_len_per_gpu), and the framework's fused log-prob head where it has one and
+    the plan is without it (verl's model.use_fused_kernels: 512 tokens of logits at a time); None for another term."""
+    if term not in ("actor_old_logps", "ref_reference_forward"):
+        return None
+    engine, roles = FRAMEWORKS[plan.framework].role_engine, plan.workload.roles
+    own = engine is not None and engine.own_pass_sizes and term == "ref_reference_forward"
+    fix = f"a smaller --{'ref-' if own else ''}logprob-max-tokens-per-gpu"
+    if engine is not None and engine.fused_chunk_tokens and not roles.fused_kernels:
+        fix += f", or {plan.framework}'s fused log-prob head (--fused-kernels true)"
+    return fix
 
 
 def engine_reason(plan: Plan) -> str | None:

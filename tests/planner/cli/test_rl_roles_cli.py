@@ -28,6 +28,8 @@ def test_check_names_the_group_phase_and_a_fix_in_openrlhfs_flags():
     out = " ".join(r.stdout.split())
     assert "colocated (8 GPUs) runs out of memory in old-logps" in out
     assert "log-prob token budget 32,768, in openrlhf's keys: --rollout.micro_batch_size: 4" in out
+    assert "its largest term is the old log-prob pass (68.5 GiB): a smaller --logprob-max-tokens-per-gpu" in out
+    assert "(--fused-kernels true)" not in out
 
 
 def test_a_verl_run_out_of_memory_in_its_log_probs_is_offered_the_fused_head():
@@ -39,6 +41,11 @@ def test_a_verl_run_out_of_memory_in_its_log_probs_is_offered_the_fused_head():
     out = " ".join(r.stdout.split())
     assert "colocated (8 GPUs) runs out of memory in old-logps" in out
     assert "fused log-prob head, in verl's keys: actor_rollout_ref.model.use_fused_kernels: true" in out
+    # the largest-term hint names it too (OpenRLHF's, which has no fused head, names the budget alone: above)
+    assert (
+        "its largest term is the old log-prob pass (68.4 GiB): a smaller --logprob-max-tokens-per-gpu, or verl's fused "
+        "log-prob head (--fused-kernels true)"
+    ) in out
 
 
 def test_role_flags_reach_the_plan_and_its_phases():
