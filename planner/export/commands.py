@@ -26,7 +26,7 @@ from planner.export.export import (
 )
 from planner.frameworks.hf import launchenv
 from planner.frameworks.hf.keys import KEYS as K
-from planner.frameworks.trl.releases import FORK_ENTRY, FORK_PIXELS, FORK_TILES, fork_script_flags, grpo_fork
+from planner.frameworks.trl.forks import FORK_ENTRY, FORK_PIXELS, FORK_TILES, fork_script_flags, grpo_fork
 from planner.model import catalog, vila
 from planner.model.modelspec import ModelSpec
 

@@ -20,7 +20,7 @@ from planner.export.configs import DS_CONFIG_NAME, FSDP_CONFIG_NAME
 from planner.frameworks import FRAMEWORKS
 from planner.frameworks.hf import launchenv
 from planner.frameworks.reading import PLANNED_FOR
-from planner.frameworks.trl.releases import FORK_TILES
+from planner.frameworks.trl.forks import FORK_TILES
 from planner.model.modelspec import ModelSpec
 
 LAUNCH_NAME = "launch.sh"

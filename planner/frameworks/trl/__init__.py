@@ -20,7 +20,7 @@ What moved between them:
   KTO without the whole logits (releases.py ONE_X_RUNS, KTO_WHOLE; 1.7's and 1.10's whole-logits KTO planned,
   planner.estimate.kto_entropy; 1.14's refused); accelerate's ParallelismConfig reached HF's
   Trainer after 0.x (transformers PR#40205).
-Adding a release is one Release in RELEASES (planner.frameworks.trl.releases)."""
+Adding a release is one Release in RELEASES (planner.frameworks.trl.releases); a fork of TRL, one in FORKS (.forks)."""
 
 from dataclasses import replace
 
@@ -28,9 +28,9 @@ from planner.frameworks.base import NO_SPLITS, ForkSigns, Framework
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_SPLIT_RULES
 from planner.frameworks.rules import kto_two_rows, stacked_experts_prequant, torchao_line_rules, transformers_5_quant
 from planner.frameworks.tool import Tool
+from planner.frameworks.trl.forks import FORKS
 from planner.frameworks.trl.lines import with_fsdp1_only, with_rules
 from planner.frameworks.trl.releases import (  # noqa: F401 - re-exported (accelerate's, axolotl's adapters import them)
-    FORKS,
     NO_DPO_SPLIT,
     NO_KTO_SPLITS,
     NO_PADDING_FREE,

@@ -11,7 +11,7 @@ import pytest
 from planner import advise, intake
 from planner.export import launch
 from planner.frameworks import FRAMEWORKS
-from planner.frameworks.trl.releases import FORK_ENTRY
+from planner.frameworks.trl.forks import FORK_ENTRY
 
 BODY = {"model": "qwen2.5-vl-3b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
 GRPO = {"kind": "grpo", "num_generations": 4, "max_prompt_length": 768}
