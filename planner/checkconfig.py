@@ -342,8 +342,8 @@ def capped_length(reading, b: ConfigBody, first: CheckResult) -> dict | None:
     read = {s.field: s for s in reading.settings}
     if plan.fits or not padded or field not in read or field in flat(b.flags) or b.body.get("data") is not None:
         return None
-    if plan.knobs.batching == "packed" or plan.token_batches is not None:
-        return None  # every row costs the cap (packed), or a token budget's micro-batches
+    if plan.knobs.batching == "packed" or plan.token_batches is not None or reading.rows_fill_cap:
+        return None  # every row costs the cap (packed, or packed where planned padded), or a token budget's batches
     rows = field == "seq_len"
     n = longest_rows(first) if rows else longest_of("length_fits_up_to")(first)
     floor = int(b.body.get("image_tokens") or 0) if rows else 0  # every row holds its image

@@ -68,6 +68,10 @@ class Reading:
     # pixel cap: "image_tokens" or "images"; one video a row: "videos"): check --config states them as its verdict's
     # condition (planner.intake.media)
     media_assumed: tuple[str, ...] = ()
+    # the source of a setting under which every row costs the length the files set though the plan pads (OpenRLHF's
+    # --packing_samples, planned as micro rows of max_len): no row shorter than the cap costs less, so check --config
+    # gives no capped-length condition (planner.checkconfig.capped_length); "" where rows are padded per batch
+    rows_fill_cap: str = ""
 
 
 # The folders a reading may open files in (read(..., allowed=...): the API's data directories); None: any

@@ -191,6 +191,7 @@ class Collector:
             unknown_world=tuple(self.facts.get("unknown_world", ((),))[0]),
             open_length=str(self.facts.get("open_length", ("",))[0]),
             media_assumed=tuple(k for k in self._settings if k in self.assumed_media),
+            rows_fill_cap=str(self.facts.get("rows_fill_cap", ("", "", ""))[1]),
         )
 
 

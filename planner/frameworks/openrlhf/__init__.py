@@ -225,6 +225,13 @@ FRAMEWORK = Framework(
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="OpenRLHF (Ray PPO/GRPO, DPO, SFT)",
     role_engine=ROLES,
+    # train_sft's and train_dpo's collators pad a micro-batch to its longest row, so --max_len is a cap (PPO's rows are
+    # the rollout's: not a capped length)
+    pads_per_batch=(
+        "OpenRLHF pads each micro-batch to its longest row: v0.11.0 openrlhf/datasets/sft_dataset.py:215-227 and "
+        "reward_dataset.py:179-199 (zero_pad_sequences, utils/utils.py:93-104: to the batch's longest); v0.8.9 "
+        "sft_dataset.py:216-229, v0.5.0 sft_dataset.py:136-150 alike"
+    ),
     version="openrlhf 0.11.2",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "optimizer_rank",  # GaLore's and APOLLO's, inert under the optimizers it runs

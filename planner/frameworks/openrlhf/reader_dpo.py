@@ -75,4 +75,5 @@ def read_dpo(c: Collector, flags: dict[str, Flag], near) -> None:
     precision(c, f, DPO)
     attention(c, f, f"{T}:342-347")
     if on(f, KEYS.key("packing")):
+        c.fact("rows_fill_cap", True, f["ds.packing_samples"].source, KEYS.flag("packing"))
         c.note(f"{f['ds.packing_samples'].source} (packed DPO rows are not planned; planned padded)")

@@ -92,6 +92,7 @@ def read_sft(c: Collector, flags: dict[str, Flag], near) -> None:
     _precision(c, flags, f, flat)
     _adapters(c, f)
     if on(f, "ds.packing_samples"):
+        c.fact("rows_fill_cap", True, f["ds.packing_samples"].source, "--ds.packing_samples")
         c.note(
             f"{f['ds.packing_samples'].source} (rows packed into one of up to micro x max_len tokens: planned as "
             "micro rows of max_len, the same tokens)"

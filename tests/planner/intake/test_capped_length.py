@@ -106,3 +106,35 @@ def test_brief_says_the_condition_too(tmp_path, capsys, monkeypatch):
     assert main(["check", "--config", str(path), "--gpu", "rtx4090", "--gpus-per-node", "1", "--brief"]) == 3  # no fit
     lines = capsys.readouterr().out.splitlines()
     assert sum(line.startswith("cutoff_len 2,048 is a cap") for line in lines) == 1, lines
+
+
+# OpenRLHF's train_sft pads a micro-batch to its longest row (zero_pad_sequences): --max_len is a cap; with
+# --packing_samples the rows are packed, planned as micro rows of max_len, each costing the cap
+ORL_SFT = """deepspeed --module openrlhf.cli.train_sft \\
+   --pretrain meta-llama/Meta-Llama-3.1-8B-Instruct \\
+   --train_batch_size 64 \\
+   --micro_train_batch_size 8 \\
+   --max_len 8192 \\
+   --zero_stage 2 \\
+   --bf16 \\
+   --flash_attn
+"""
+
+
+def _check_script(tmp_path: Path, text: str):
+    path = tmp_path / "train_sft.sh"
+    path.write_text(text)
+    return checkconfig.check_config([str(path)], {"gpu": "h100", "gpus_per_node": 8})
+
+
+def test_openrlhfs_sft_length_is_a_cap(tmp_path):
+    out = _check_script(tmp_path, ORL_SFT)
+    c = out.capped_length
+    assert not out.plan.fits and out.context[2].seq_len == 8192
+    assert (c["cap"], c["field"]) == (8192, "seq_len") and 0 < c["fits_up_to_tokens"] < 8192
+    assert "sft_dataset.py:215-227" in c["padding"]
+
+
+def test_openrlhfs_packed_sft_rows_each_cost_the_cap(tmp_path):
+    out = _check_script(tmp_path, ORL_SFT.replace("--flash_attn", "--flash_attn \\\n   --packing_samples"))
+    assert not out.plan.fits and out.capped_length is None
