@@ -335,10 +335,12 @@ def capped_length(reading, b: ConfigBody, first: CheckResult) -> dict | None:
     """A length the files set (or leave at the framework's default) that is a cap, rows shorter costing less (the
     framework's collator pads a micro-batch to its longest row: Runs.pads_per_batch; not packed, no token budget, no
     flag or --data deciding it), where the plan at it does not fit: the longest rows that do (the open length's
-    search), the verdict staying the cap's (issue 47 item 6); else None."""
+    search, rounded down to the multiple the collator pads to: Runs.pad_multiple), the verdict staying the cap's
+    (issue 47 item 6); else None."""
     plan = first.plan
     field = CAPPED_FIELDS.get(plan.workload.kind, "")
-    padded = getattr(FRAMEWORKS.get(split_name(reading.framework)[0]), "pads_per_batch", "")
+    fw = FRAMEWORKS.get(split_name(reading.framework)[0])
+    padded, multiple = getattr(fw, "pads_per_batch", ""), getattr(fw, "pad_multiple", 1)
     read = {s.field: s for s in reading.settings}
     if plan.fits or not padded or field not in read or field in flat(b.flags) or b.body.get("data") is not None:
         return None
@@ -346,6 +348,7 @@ def capped_length(reading, b: ConfigBody, first: CheckResult) -> dict | None:
         return None  # every row costs the cap (packed, or packed where planned padded), or a token budget's batches
     rows = field == "seq_len"
     n = longest_rows(first) if rows else longest_of("length_fits_up_to")(first)
+    n -= n % multiple  # a row is padded up to the collator's multiple: the longest that fit are one
     floor = int(b.body.get("image_tokens") or 0) if rows else 0  # every row holds its image
     cap = first.context[2].seq_len if rows else plan.workload.max_length
     n = n if n > floor else 0

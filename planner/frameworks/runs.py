@@ -77,6 +77,9 @@ class Runs:
     # then a cap (rows shorter cost less: check --config says the longest rows that fit where the cap does not);
     # "" where every row costs the length (padded to it) or the user's own script decides
     pads_per_batch: str = ""
+    # the multiple of tokens that collator pads a micro-batch's longest row up to (pad_to_multiple_of): a row of n
+    # tokens costs n rounded up to it, so the longest rows that fit are a multiple of it
+    pad_multiple: int = 1
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA and the parallel sizes as on/off."""

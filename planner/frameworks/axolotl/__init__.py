@@ -255,6 +255,14 @@ FRAMEWORK = Framework(
     remote_code=False,
     # DPO's and GRPO's log-probs from the whole logits: the TRL every line pins computes them so (trl v0.12.0
     # dpo_trainer.py:1274 .. v1.9.0 dpo_trainer.py:1201, grpo_trainer.py:1521; each line's `workload` cites its pin)
+    # its collator pads a micro-batch to its longest row, rounded up to 64 tokens, unless pad_to_sequence_len (the
+    # reader's rows_fill_cap): sequence_len is then a cap
+    pads_per_batch=(
+        "axolotl pads each micro-batch to its longest row (a multiple of 64 tokens): v0.18.0 "
+        "src/axolotl/core/builders/causal.py:383-395 (DataCollatorForSeq2Seq padding=True, pad_to_multiple_of 64 "
+        "unless pad_to_sequence_len)"
+    ),
+    pad_multiple=64,  # pad_to_multiple_of 64 where pad_to_sequence_len is unset (v0.18.0 causal.py:386, 391-395)
     dpo_why={"packed": "axolotl refuses sample_packing with rl (utils/schemas/validation.py:705-708)"},
     kto_why={"packed": "axolotl refuses sample_packing with rl kto (v0.18.0 utils/schemas/validation.py:695-698)"},
     logprobs="full",

@@ -125,6 +125,7 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
         c.number("workload.max_length", seq, why, KEYS.key("seq_len"))
     elif KEYS.key("seq_len") in f:  # grpo
         c.note(f"{ssrc} ({GRPO_LENGTHS})")
+    _rows_fill_cap(c, f)
     _adapter(c, f)
     training(c, f, r.first)
     _sharding(c, f, path, vars)
@@ -133,6 +134,18 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
     for key, why in UNPLANNED.items():
         if key in f and _on(f[key].value) and not (sharded and key == "dp_shard_size"):
             c.note(f"{f[key].source} ({why} is not planned yet)")
+
+
+def _rows_fill_cap(c: Collector, f: dict[str, Flag]) -> None:
+    """pad_to_sequence_len pads every micro-batch to sequence_len (v0.18.0 core/builders/causal.py:383-390), so no
+    row costs less than the cap (Reading.rows_fill_cap); axolotl's validation turns it on where it is unset beside
+    reward_model (utils/schemas/validation.py:246-254) and beside sample_packing (:228-241, a packed plan already)."""
+    pad, reward = f.get("pad_to_sequence_len"), f.get("reward_model")
+    if pad is not None and as_bool(pad.value):
+        c.fact("rows_fill_cap", True, pad.source, "pad_to_sequence_len")
+    elif pad is None and reward is not None and as_bool(reward.value):
+        why = f"{reward.source} (axolotl sets pad_to_sequence_len: utils/schemas/validation.py:246-254)"
+        c.fact("rows_fill_cap", True, why, "pad_to_sequence_len")
 
 
 def _dp_shard(c: Collector, f: dict[str, Flag]) -> bool:

@@ -43,6 +43,7 @@ FRAMEWORK = Framework(
         "(transformers' DataCollatorForSeq2Seq, padding=True: 5.6.0 data/data_collator.py:523); v0.7.1 "
         "src/llmtuner/train/sft/workflow.py:42-44 alike"
     ),
+    pad_multiple=8,  # pad_to_multiple_of 8 while training (v0.9.4 train/sft/workflow.py:61, dpo/kto alike)
     kto_kl_after=True,  # KTO: the rows' forward, then the KL batch's without grad (0.9.5 train/kto/trainer.py:187-189)
     fp32_logps=True,  # DPO and KTO: .logits.to(torch.float32), one log_softmax (dpo/trainer.py:230, kto/trainer.py:179)
     kto_keeps_logits=True,  # KTO's chosen / rejected logits indexed out of the rows' (kto/trainer.py:194-196)

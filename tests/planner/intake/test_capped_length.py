@@ -38,7 +38,9 @@ def test_a_capped_sft_length_that_does_not_fit_says_the_longest_rows_that_do(tmp
     assert (c["cap"], c["key"], c["field"]) == (2048, "cutoff_len", "seq_len") and 0 < c["fits_up_to_tokens"] < 2048
     assert "train/sft/workflow.py:62-65" in c["padding"]
     n = c["fits_up_to_tokens"]
-    at_n, past_n = _check(tmp_path, SFT, seq_len=n), _check(tmp_path, SFT, seq_len=n + 1)  # the search's step: 1
+    # rows padded up to a multiple of 8 (pad_to_multiple_of: Runs.pad_multiple): a row of n + 1 costs n + 8
+    assert n % 8 == 0
+    at_n, past_n = _check(tmp_path, SFT, seq_len=n), _check(tmp_path, SFT, seq_len=n + 8)
     assert at_n.plan.fits and not past_n.plan.fits
     assert past_n.capped_length is None  # the flag sets the length: the user's, no cap left to the data
     line = capped_length_line(c)
@@ -59,10 +61,11 @@ def test_a_capped_dpo_row_is_searched_as_the_limits_line_searches_it(tmp_path):
     out = _check(tmp_path, dpo)
     c = out.capped_length
     assert not out.plan.fits and out.plan.workload.max_length == c["cap"] == 1024
-    assert c["field"] == "workload.max_length" and c["fits_up_to_tokens"] == out.limits["length_fits_up_to"] > 0
+    limit = out.limits["length_fits_up_to"]
+    assert c["field"] == "workload.max_length" and c["fits_up_to_tokens"] == limit - limit % 8 > 0
     n = c["fits_up_to_tokens"]
     assert _check(tmp_path, dpo, workload={"max_length": n}).plan.fits
-    assert not _check(tmp_path, dpo, workload={"max_length": n + 1}).plan.fits
+    assert not _check(tmp_path, dpo, workload={"max_length": n + 8}).plan.fits
     assert capped_length_line(c).endswith("your data decides, --max-length plans a shorter cap")
 
 
@@ -137,4 +140,42 @@ def test_openrlhfs_sft_length_is_a_cap(tmp_path):
 
 def test_openrlhfs_packed_sft_rows_each_cost_the_cap(tmp_path):
     out = _check_script(tmp_path, ORL_SFT.replace("--flash_attn", "--flash_attn \\\n   --packing_samples"))
+    assert not out.plan.fits and out.capped_length is None
+
+
+AXOLOTL = """base_model: meta-llama/Meta-Llama-3.1-8B-Instruct
+adapter: lora
+lora_r: 16
+lora_alpha: 32
+lora_target_linear: true
+sequence_len: 8192
+micro_batch_size: 8
+gradient_accumulation_steps: 1
+bf16: true
+flash_attention: true
+datasets:
+  - path: tatsu-lab/alpaca
+    type: alpaca
+output_dir: ./out
+"""
+
+
+def _check_axolotl(tmp_path: Path, text: str, **flags):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    return checkconfig.check_config([str(path)], {"gpu": "h100", **flags})
+
+
+def test_axolotls_sequence_len_is_a_cap_in_multiples_of_64(tmp_path):
+    out = _check_axolotl(tmp_path, AXOLOTL)
+    c = out.capped_length
+    assert not out.plan.fits and (c["cap"], c["key"], c["field"]) == (8192, "sequence_len", "seq_len")
+    n = c["fits_up_to_tokens"]
+    assert 0 < n < 8192 and n % 64 == 0 and "core/builders/causal.py:383-395" in c["padding"]
+    assert _check_axolotl(tmp_path, AXOLOTL, seq_len=n).plan.fits
+    assert not _check_axolotl(tmp_path, AXOLOTL, seq_len=n + 64).plan.fits
+
+
+def test_axolotl_padding_every_row_to_sequence_len_gives_no_line(tmp_path):
+    out = _check_axolotl(tmp_path, AXOLOTL + "pad_to_sequence_len: true\n")
     assert not out.plan.fits and out.capped_length is None
