@@ -25,6 +25,7 @@ from planner.frameworks.swift import reader_media as media
 from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
 from planner.frameworks.swift import reader_tuners as swift_tuners
+from planner.frameworks.swift import reader_video
 from planner.frameworks.swift.keys import KEYS, TRAIN_TYPE_LINES, TUNER_RANK, S
 from planner.frameworks.swift.reader_deleted import deleted
 from planner.frameworks.swift.reader_optim import read_matrix_optimizer
@@ -92,7 +93,7 @@ def read(
     limit = media.limits(c, f, fast3 and swift3x.engine(f) == "vllm" and "vllm_server_host" not in f)
     gone = deleted(release, kind, f.get("truncation_strategy"))  # a row over --max_length deleted
     media.image(c, env, where, release, limit.get("image"), hint, f.get("max_pixels"), gone)
-    media.video(c, env, where, release, limit.get("video"))
+    reader_video.video(c, env, where, release, limit.get("video"))
     for field in ("zero_stage", "fsdp"):
         key = KEYS.key(field)
         if key in f:

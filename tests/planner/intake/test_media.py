@@ -52,7 +52,7 @@ def test_no_condition_where_a_flag_or_the_data_gives_the_rows_media(told):
 
 
 def test_one_video_a_row_where_the_environment_sets_frame_sampling():
-    """FPS_MAX_FRAMES without MAX_PIXELS: one video a row assumed (reader_media.video), no image planned beside it."""
+    """FPS_MAX_FRAMES without MAX_PIXELS: one video a row assumed (reader_video.video), no image planned beside it."""
     assert intake.read([str(VIDEO)]).media_assumed == ("videos",)
     media = checkconfig.check_config([str(VIDEO)], {"gpu": "h100"}).media
     assert (media["images_per_row"], media["tokens_per_image"], media["videos"]) == (0, None, 1)
