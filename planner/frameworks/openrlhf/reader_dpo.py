@@ -11,9 +11,9 @@ from planner.frameworks.openrlhf.reader_flags import (
     attention,
     dotted,
     get,
-    gpus,
     on,
     precision,
+    split_batch,
     zero_buckets,
 )
 from planner.intake.collect import Collector, as_int, default, one
@@ -55,15 +55,7 @@ def read_dpo(c: Collector, flags: dict[str, Flag], near) -> None:
     micro, ms = val(KEYS.key("micro_batch"))
     c.number("micro_batch", micro, ms, KEYS.flag("micro_batch"))
     batch, bs = val(KEYS.key("global_batch"))
-    world = (as_int(c.get("gpus_per_node", 1)) or 1) * (as_int(c.get("nodes", 1)) or 1)
-    m, g = as_int(micro) or 8, as_int(batch) or 128
-    if g % (m * world) == 0:
-        c.number("grad_accum", g // (m * world), f"{bs} / (micro {m} x {world} GPUs)", KEYS.flag("global_batch"))
-        # the launcher's GPUs given as a flag (deepspeed --module over every visible GPU): the accumulation again from
-        # them, as DeepSpeed splits the batch (OpenRLHF#384's 128 on 8 GPUs: 16 micro-steps, not 128)
-        c.derived["grad_accum"] = (("gpus_per_node", "nodes"), lambda b: max(1, g // (m * gpus(b))))
-    else:
-        c.note(f"{bs} is not micro {m} x {world} GPUs x an accumulation: DeepSpeed refuses it at start")
+    split_batch(c, as_int(micro) or 8, as_int(batch) or 128, bs, KEYS.flag("global_batch"))
     stage, ss = get(f, KEYS.key("zero_stage"))
     c.number("zero_stage", stage, ss, KEYS.flag("zero_stage"), minimum=0)
     zero_buckets(c, f, as_int(stage) or 0)

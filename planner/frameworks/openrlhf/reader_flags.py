@@ -237,3 +237,17 @@ def zero_buckets(c: Collector, f: dict[str, Flag], stage: int) -> None:
 def gpus(body: dict) -> int:
     """The GPUs a request's launch spans (gpus_per_node x nodes, each 1 unless given)."""
     return (as_int(body.get("gpus_per_node")) or 1) * (as_int(body.get("nodes")) or 1)
+
+
+def split_batch(c: Collector, m: int, g: int, src: str, key: str) -> bool:
+    """The global batch `g` split over micro-batches of `m` on the launch's GPUs (batch / micro / world:
+    utils/deepspeed/deepspeed.py:110; v0.5.7 :86), derived again where the GPUs are given as a flag (deepspeed over
+    every visible GPU: OpenRLHF#384's 128 on 8 GPUs is 16 micro-steps, not 128); a batch that does not split is a line,
+    as DeepSpeed refuses it at start. Whether it split."""
+    world = gpus({"gpus_per_node": c.get("gpus_per_node"), "nodes": c.get("nodes")})
+    if g % (m * world):
+        c.note(f"{src} is not micro {m} x {world} GPUs x an accumulation: DeepSpeed refuses it at start")
+        return False
+    c.number("grad_accum", g // (m * world), f"{src} / (micro {m} x {world} GPUs)", key)
+    c.derived["grad_accum"] = (("gpus_per_node", "nodes"), lambda b: max(1, g // (m * gpus(b))))
+    return True

@@ -15,7 +15,7 @@ The GPUs are the deepspeed launcher's (read before this)."""
 from __future__ import annotations
 
 from planner.config.roles import ACTOR
-from planner.frameworks.openrlhf.reader_flags import gpus, on, zero_buckets
+from planner.frameworks.openrlhf.reader_flags import on, split_batch, zero_buckets
 from planner.intake.collect import Collector, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import lookup, read_model
@@ -131,23 +131,16 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
         f"{gs} x (prompt + completion) (the experience passes' rows, experience_maker.py:286-304)",
         "--micro_rollout_batch_size",
     )
-    world = (as_int(c.get("gpus_per_node", 1)) or 1) * (as_int(c.get("nodes", 1)) or 1)
     batch, bs = val(f, "train_batch_size")
     prompts, rs = val(f, "rollout_batch_size")
     m, g, p = as_int(micro) or 4, as_int(batch) or 128, as_int(prompts) or 512
-    if g % (m * world) == 0:
-        c.number("grad_accum", g // (m * world), f"{bs} / (micro {m} x {world} GPUs)", "--train_batch_size")
-        # the launcher's GPUs given as a flag (deepspeed over every visible GPU): the accumulation again from them
-        c.derived["grad_accum"] = (("gpus_per_node", "nodes"), lambda b: max(1, g // (m * gpus(b))))
-        if (p * (as_int(n) or 1)) % g == 0:
-            c.number(
-                r + "mini_batches",
-                p * (as_int(n) or 1) // g,
-                f"{rs} x samples per prompt / {bs}",
-                "--rollout_batch_size",
-            )
-    else:
-        c.note(f"{bs} is not micro {m} x {world} GPUs x an accumulation: DeepSpeed refuses it at start")
+    if split_batch(c, m, g, bs, "--train_batch_size") and (p * (as_int(n) or 1)) % g == 0:
+        c.number(
+            r + "mini_batches",
+            p * (as_int(n) or 1) // g,
+            f"{rs} x samples per prompt / {bs}",
+            "--rollout_batch_size",
+        )
 
 
 def _models(c: Collector, f: dict[str, Flag], kind: str, near) -> None:

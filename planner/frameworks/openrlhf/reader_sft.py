@@ -7,7 +7,7 @@ both releases (micro-batch 8, batch 128, max_len 2048, ZeRO-2, no checkpointing)
 from __future__ import annotations
 
 from planner.frameworks.openrlhf.keys import KEYS
-from planner.frameworks.openrlhf.reader_flags import ORL, attention, dotted, gpus, on, zero_buckets
+from planner.frameworks.openrlhf.reader_flags import ORL, attention, dotted, on, split_batch, zero_buckets
 from planner.intake.collect import Collector, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import read_model
@@ -66,15 +66,7 @@ def read_sft(c: Collector, flags: dict[str, Flag], near) -> None:
     micro, ms = _val(f, "train.micro_batch_size", flat)
     c.number("micro_batch", micro, ms, "--train.micro_batch_size")
     batch, bs = _val(f, "train.batch_size", flat)
-    world = (as_int(c.get("gpus_per_node", 1)) or 1) * (as_int(c.get("nodes", 1)) or 1)
-    m, g = as_int(micro) or 8, as_int(batch) or 128
-    if g % (m * world) == 0:  # batch / micro / world (utils/deepspeed/deepspeed.py:110; v0.5.7 :86)
-        c.number("grad_accum", g // (m * world), f"{bs} / (micro {m} x {world} GPUs)", "--train.batch_size")
-        # the launcher's GPUs given as a flag (deepspeed --module over every visible GPU): the accumulation again from
-        # them, as DeepSpeed splits the batch (OpenRLHF#384's 128 on 8 GPUs: 16 micro-steps, not 128)
-        c.derived["grad_accum"] = (("gpus_per_node", "nodes"), lambda b: max(1, g // (m * gpus(b))))
-    else:
-        c.note(f"{bs} is not micro {m} x {world} GPUs x an accumulation: DeepSpeed refuses it at start")
+    split_batch(c, as_int(micro) or 8, as_int(batch) or 128, bs, "--train.batch_size")
     stage, ss = _val(f, "ds.zero_stage", flat)
     c.number("zero_stage", stage, ss, "--ds.zero_stage", minimum=0)
     zero_buckets(c, f, as_int(stage) or 0)

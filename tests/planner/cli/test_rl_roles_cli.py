@@ -10,10 +10,15 @@ VERL = ROOT / "docs/examples/rl/run_qwen2.5-3b_seq_balance.sh"
 OPENRLHF = ROOT / "docs/examples/rl/grpo_colocate.sh"
 
 
-def test_check_names_the_group_phase_and_a_fix_in_verls_keys():
-    r = planner("check", "--config", str(VERL), "--gpu", "rtx4090", "--brief")
+def out_of_memory(config, *flags: str) -> str:
+    """`check --config CONFIG FLAGS --brief`, which does not fit (exit 3): its answer on one line."""
+    r = planner("check", "--config", str(config), *flags, "--brief")
     assert r.returncode == 3, r.stderr[-2000:]
-    out = " ".join(r.stdout.split())
+    return " ".join(r.stdout.split())
+
+
+def test_check_names_the_group_phase_and_a_fix_in_verls_keys():
+    out = out_of_memory(VERL, "--gpu", "rtx4090")
     assert "colocated (8 GPUs) runs out of memory in critic-update" in out
     assert "critic.ppo_max_token_len_per_gpu=12288 (not applied by verl 0.9.1's default trainer" in out
     assert (
@@ -23,9 +28,7 @@ def test_check_names_the_group_phase_and_a_fix_in_verls_keys():
 
 
 def test_check_names_the_group_phase_and_a_fix_in_openrlhfs_flags():
-    r = planner("check", "--config", str(OPENRLHF), "--gpu", "h100", "--brief")
-    assert r.returncode == 3, r.stderr[-2000:]
-    out = " ".join(r.stdout.split())
+    out = out_of_memory(OPENRLHF, "--gpu", "h100")
     assert "colocated (8 GPUs) runs out of memory in old-logps" in out
     assert "log-prob token budget 32,768, in openrlhf's keys: --rollout.micro_batch_size: 4" in out
     assert "its largest term is the old log-prob pass (68.5 GiB): a smaller --logprob-max-tokens-per-gpu" in out
@@ -36,9 +39,7 @@ def test_a_verl_run_out_of_memory_in_its_log_probs_is_offered_the_fused_head():
     """verl's own Qwen2.5-VL-7B GRPO example with its fused head turned off beside the file: the old log-probs run out of
     memory on an H100 and the changes that fit include verl's chunked head, in verl's key."""
     example = ROOT / "tests/data/frameworks/verl/examples/run_qwen2_5_vl-7b.sh"
-    r = planner("check", "--config", str(example), "--gpu", "h100", "--fused-kernels", "false", "--brief")
-    assert r.returncode == 3, r.stderr[-2000:]
-    out = " ".join(r.stdout.split())
+    out = out_of_memory(example, "--gpu", "h100", "--fused-kernels", "false")
     assert "colocated (8 GPUs) runs out of memory in old-logps" in out
     assert "fused log-prob head, in verl's keys: actor_rollout_ref.model.use_fused_kernels: true" in out
     # the largest-term hint names it too (OpenRLHF's, which has no fused head, names the budget alone: above)
