@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from planner.config.spec import Knobs
+from planner.estimate.lora import dropout_zeroed
 from probes.amp import CudaAutocast
 from probes.tracker import LiveBytes, RecomputeGuard, module_stack_hooks
 from recipe import HALF, allocate_ranks, make_optimizer
@@ -53,7 +54,10 @@ def build_model(case: Case, layers: int | None = None, paths: str = "cpu", value
         quant_standin=k.quant != "none" and not _bitsandbytes(),
         value_head=value_head,
     )
+    zeroed = dropout_zeroed(k)  # the trainer zeroes every dropout, as TRL's disable_dropout_in_model does
     for name, m in model.named_modules():  # traced as CUDA runs it (_NoSdpaDropout)
+        if zeroed and isinstance(m, torch.nn.Dropout):
+            m.p = 0
         if ".lora_dropout." in name and isinstance(m, torch.nn.Dropout):
             m.memplan_lora = True
     return model

@@ -194,10 +194,14 @@ def _verdict(result: CheckResult) -> str:
 
 def _release_line(plan) -> None:
     from planner.config.release import release_line
+    from planner.estimate.lora import dropout_zeroed
 
     line = release_line(plan.knobs.framework, plan.knobs.release, plan.workload, plan.micro_batch)
     if line:
         printout.say_line(line)
+    zeroed = dropout_zeroed(plan.knobs) if plan.knobs.lora_rank and plan.knobs.lora_dropout else ""
+    if zeroed:  # the trainer zeroes it: its masks are not planned (planner.estimate.lora.dropout_runs)
+        printout.say_line(f"LoRA dropout {plan.knobs.lora_dropout:g} runs at 0: {zeroed}")
 
 
 def brief(result: CheckResult, out: dict) -> None:

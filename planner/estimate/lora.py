@@ -14,6 +14,7 @@ from __future__ import annotations
 from math import prod
 
 from planner.estimate import activations as act
+from planner.frameworks import FRAMEWORKS
 
 
 def embedding_copy_params(model, knobs) -> int:
@@ -56,11 +57,25 @@ def shared_inputs_width(model, knobs) -> int:
     return 2 * model.text.hidden + model.text.intermediate - _groups_left_out(model, knobs)
 
 
+def dropout_zeroed(knobs) -> str:
+    """Where the framework's trainer for this workload sets every nn.Dropout's p to 0 before training (TRL's DPO, KTO,
+    GKD and PPO: Memory.zeroes_dropout), the line saying so; "" where the dropout runs as set."""
+    fw = FRAMEWORKS.get(knobs.framework)
+    return fw.zeroes_dropout.get(knobs.workload.kind, "") if fw is not None else ""
+
+
+def dropout_runs(knobs) -> bool:
+    """LoRA dropout that drops in training: a p of 0 returns its input (torch's _dropout_impl: `if (p == 0 || !train
+    ...) return input`, CUDA's fused kernel taking only 0 < p < 1), saving nothing, as PEFT's nn.Identity for
+    lora_dropout 0 (tests/probes/test_disable_dropout.py measures both)."""
+    return bool(knobs.lora_rank and knobs.lora_dropout) and not dropout_zeroed(knobs)
+
+
 def dropout_layer_bytes(model, knobs, tokens: int, profile: str) -> int:
     """LoRA dropout (PEFT: lora_B(lora_A(dropout(x)))): per adapted linear, the dropout's mask at the linear's input
     width, one byte an element (CUDA's fused native_dropout keeps a bool mask; the sim traces it so). In fp32 no
     cast stands between the dropout and lora_A, which saves the dropped fp32 input instead of the shared one."""
-    if not (knobs.lora_rank and knobs.lora_dropout):
+    if not dropout_runs(knobs):
         return 0
     if profile == "fp32":
         shared = 2 * model.text.hidden + model.text.intermediate - _groups_left_out(model, knobs)
@@ -132,7 +147,7 @@ def cast_layer_examined(model, knobs) -> bool:
     return bool(
         knobs.lora_rank
         and ((knobs.fsdp != "off" and knobs.precision == "bf16") or (knobs.zero_stage and knobs.precision != "fp32"))
-        and not knobs.lora_dropout
+        and not dropout_runs(knobs)
         and knobs.lora_variant == "lora"
         and knobs.lora_targets == "all-linear"
         and knobs.quant == "none"

@@ -5,7 +5,7 @@ themselves stay in planner.estimate, which reads these fields."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from planner.frameworks.rl import RoleEngine
 
@@ -131,6 +131,10 @@ class Memory:
     # model's hf_device_map (4.57.1 modeling_utils.py:5114-5140) and HF's Trainer then leaves where it loaded
     # (trainer.py:498-505): a buffer a tuner makes on the CPU after the load stays there (planner.estimate.boft)
     device_map_load: bool = False
+    # the workload kinds whose trainer sets every nn.Dropout's p to 0 before training (TRL's disable_dropout_in_model,
+    # v1.9.0 trl/trainer/utils.py:182-185), with where it was read: PEFT's LoRA dropout then returns its input and
+    # saves nothing (planner.estimate.lora.dropout_runs); a file's own disable_dropout is the readers'
+    zeroes_dropout: dict[str, str] = field(default_factory=dict)
 
     def precision(self, bf16: bool) -> str:
         """The precision a request that names none runs: bf16 (fp16 where the GPU has no bf16) where this framework

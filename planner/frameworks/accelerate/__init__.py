@@ -4,7 +4,7 @@ sharded by the config's DeepSpeed or FSDP section."""
 from planner.frameworks.base import Framework
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_SPLIT_RULES
 from planner.frameworks.tool import Signs
-from planner.frameworks.trl import TRL_DEFAULTS, TRL_RUNS
+from planner.frameworks.trl import TRL_DEFAULTS, TRL_RUNS, TRL_ZEROES_DROPOUT
 
 FRAMEWORK = Framework(
     name="accelerate",
@@ -25,4 +25,5 @@ FRAMEWORK = Framework(
     },
     notes=("FSDP and ZeRO come from the accelerate config (distributed_type)",),
     rules=HF_SPLIT_RULES,
+    zeroes_dropout={"dpo": TRL_ZEROES_DROPOUT["dpo"]},  # the script's DPO is TRL's DPOTrainer
 )

@@ -15,6 +15,7 @@ from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
 from planner.frameworks.rules import stacked_experts_prequant, thinker_alone, torchao_line_rules
 from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK, TRANSFORMERS_TORCHAO
 from planner.frameworks.tool import Signs, Tool
+from planner.frameworks.trl.releases import TRL_ZEROES_DROPOUT
 
 # utils/freeze.py:16-26: the first components of the parameter names freeze_mm_modules freezes
 MM_PREFIXES = (
@@ -266,6 +267,8 @@ FRAMEWORK = Framework(
     dpo_why={"packed": "axolotl refuses sample_packing with rl (utils/schemas/validation.py:705-708)"},
     kto_why={"packed": "axolotl refuses sample_packing with rl kto (v0.18.0 utils/schemas/validation.py:695-698)"},
     logprobs="full",
+    # its DPO and KTO are TRL's trainers with TRL's disable_dropout default (v0.18.0 src/ sets none)
+    zeroes_dropout={k: TRL_ZEROES_DROPOUT[k] for k in ("dpo", "kto")},
     # KTO: TRL 1.8.0 / 1.9.0's KTOTrainer (v0.18.0 pyproject.toml:23, 0.19.0's metadata; v0.17.0's 1.5.1 alike):
     # TRL's 1.7 and 1.0 lines' terms (planner.estimate.kto_entropy; kto.py)
     kto_entropy_copy=True,

@@ -17,6 +17,7 @@ bucket is reduced, not its size)."""
 from planner.frameworks.base import Framework, Release
 from planner.frameworks.hf import HF_DEFAULTS, HF_EVERY, HF_KEYS, HF_RUNS, HF_SPLIT_RULES
 from planner.frameworks.tool import Signs
+from planner.frameworks.trl import TRL_ZEROES_DROPOUT
 
 # top-level keys of a DeepSpeed JSON, beside zero_optimization, that tell one from the other formats
 DS_KEYS = {"train_micro_batch_size_per_gpu", "train_batch_size", "zero_allow_untested_optimizer"}
@@ -41,6 +42,7 @@ FRAMEWORK = Framework(
     keys={**HF_KEYS, "zero_stage": "zero_optimization.stage", "offload": "zero_optimization.offload_optimizer"},
     notes=(('HF resolves "auto" buckets from the hidden size (transformers integrations/deepspeed.py)'),),
     rules=HF_SPLIT_RULES,
+    zeroes_dropout={"dpo": TRL_ZEROES_DROPOUT["dpo"]},  # its DPO is TRL's DPOTrainer
     releases=(
         Release("0.9", (0, 9), "deepspeed v0.9.0 .. v0.19.5 (runtime/zero/config.py: the defaults memplan plans)"),
     ),

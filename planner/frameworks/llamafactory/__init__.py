@@ -11,6 +11,7 @@ from planner.frameworks.llamafactory.signs import SIGNS
 from planner.frameworks.rl import RoleEngine
 from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK, TRANSFORMERS_TORCHAO
 from planner.frameworks.tool import Tool
+from planner.frameworks.trl.releases import TRL_DISABLE_DROPOUT
 
 HP = "llamafactory 0.9.5 hparams"
 # its other commands, which train nothing (v0.9.5 src/llamafactory/launcher.py:136-164)
@@ -47,6 +48,16 @@ FRAMEWORK = Framework(
     kto_kl_after=True,  # KTO: the rows' forward, then the KL batch's without grad (0.9.5 train/kto/trainer.py:187-189)
     fp32_logps=True,  # DPO and KTO: .logits.to(torch.float32), one log_softmax (dpo/trainer.py:230, kto/trainer.py:179)
     kto_keeps_logits=True,  # KTO's chosen / rejected logits indexed out of the rows' (kto/trainer.py:194-196)
+    # DPO's and KTO's trainers zero every dropout (disable_dropout True: v0.9.4 src/llamafactory/train/dpo/trainer.py:51,
+    # :57-60, kto/trainer.py:50, :56-59; v0.7.1 src/llmtuner/train/dpo/trainer.py:28-34); its PPO (TRL 0.9's) does not
+    zeroes_dropout={
+        "dpo": "LLaMA-Factory's DPO trainer: "
+        + TRL_DISABLE_DROPOUT
+        + " (v0.9.4 src/llamafactory/train/dpo/trainer.py:57-60)",
+        "kto": "LLaMA-Factory's KTO trainer: "
+        + TRL_DISABLE_DROPOUT
+        + " (v0.9.4 src/llamafactory/train/kto/trainer.py:56-59)",
+    },
     reads=("llamafactory",),
     signs=SIGNS,
     # `llamafactory-cli train x.yaml` (`lmf` too): the processes of its torchrun read by reader.read_launcher

@@ -21,6 +21,7 @@ from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_TORCHAO
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.releases import HALF_LOSS, KTO_NO_SP, RELEASES
 from planner.frameworks.tool import Signs, Tool
+from planner.frameworks.trl.releases import TRL_DISABLE_DROPOUT, TRL_ZEROES_DROPOUT
 
 # ms-swift loads Qwen2.5-Omni whole (Qwen2_5OmniForConditionalGeneration, 4.5.2 swift/model/models/qwen.py:1582-1591:
 # its modules under thinker.*, the talker and fp32 token2wav beside it unless ENABLE_AUDIO_OUTPUT=0): its reading plans
@@ -94,7 +95,16 @@ FRAMEWORK = Framework(
     name="swift",
     # gradient_checkpointing_enable, then enable_input_require_grads (v4.5.2 swift/trainers/mixin.py:939-941)
     input_grads=True,
-    device_map_load=True,  # device_map cuda:rank at every line (boft_P stays on the CPU under transformers 4)
+    device_map_load=True,
+    # its RLHF trainers zero every dropout where TRL's config says so (v4.4.3 swift/rlhf_trainers/rlhf_mixin.py:31-34;
+    # v2.6.1 swift/trainers/mixin.py:745-748), KTO's always (kto_trainer.py:32), PPO's through TRL's own __init__
+    zeroes_dropout={
+        "dpo": TRL_ZEROES_DROPOUT["dpo"] + "; ms-swift 4.6 swift/rlhf_trainers/rlhf_mixin.py:31-34",
+        "kto": "ms-swift sets disable_dropout True for KTO (v4.4.3 swift/rlhf_trainers/kto_trainer.py:32; v2.6.1 "
+        "swift/trainers/rlhf_trainer/kto_trainer.py:54): " + TRL_DISABLE_DROPOUT,
+        "gkd": TRL_ZEROES_DROPOUT["gkd"] + "; ms-swift 4.6 swift/rlhf_trainers/rlhf_mixin.py:31-34",
+        "ppo": TRL_ZEROES_DROPOUT["ppo"] + " (ms-swift 4.6 swift/rlhf_trainers/ppo_trainer.py:64 calls it)",
+    },  # device_map cuda:rank at every line (boft_P stays on the CPU under transformers 4)
     image_knobs=("MAX_PIXELS", "MAX_NUM"),  # qwen_vl_utils' pixel cap; its InternVL template's tiles
     reads=("swift",),
     signs=(

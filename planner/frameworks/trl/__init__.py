@@ -37,6 +37,7 @@ from planner.frameworks.trl.releases import (  # noqa: F401 - re-exported (accel
     RELEASES,
     TRL_DEFAULTS,
     TRL_RUNS,
+    TRL_ZEROES_DROPOUT,
     WHOLE,
 )
 
@@ -141,6 +142,7 @@ FRAMEWORK = Framework(
         kto_two_rows("trl/trainer/kto_trainer.py:844-847"),
     ),
     sft_head="fused-logprob",
+    zeroes_dropout=TRL_ZEROES_DROPOUT,
     releases=with_rules(RELEASES, GRPO_SPANS, (*HF_SPLIT_RULES, TRANSFORMERS_5, *torchao_line_rules("trl")))
     + with_fsdp1_only(FORKS),  # lines.py: the keys a line has none of
     key_spans={"grpo": GRPO_SPANS, "sft": SFT_SPANS},

@@ -8,6 +8,20 @@ from planner.frameworks.rules import kind
 from planner.frameworks.trl.kto_zero import KL_HELD, ROWS_UNCUT, WRITTEN_UNCUT
 
 BASE = "trl 1.16.0 trl/trainer/base_config.py"
+# TRL's trainers that zero every dropout before training (Memory.zeroes_dropout): DPO's and KTO's disable_dropout
+# (True by default: v1.9.0 trl/trainer/dpo_config.py:178, dpo_trainer.py:913-916; kto_config.py:153; v0.8.6
+# dpo_trainer.py:168, :342-345 and kto_trainer.py:468-470 alike), GKD's (True: trl/experimental/gkd/gkd_config.py:92,
+# gkd_trainer.py:203-204; v0.11.4 gkd_trainer.py:80-81) and PPO's, always (trl/experimental/ppo/ppo_trainer.py:489-491;
+# v0.9.6 ppov2_trainer.py:137); GRPO's disable_dropout is False by default (grpo_config.py:447)
+TRL_DISABLE_DROPOUT = "TRL's disable_dropout_in_model sets every nn.Dropout's p to 0"
+TRL_ZEROES_DROPOUT = {
+    "dpo": f"{TRL_DISABLE_DROPOUT}: DPOConfig.disable_dropout True (v1.9.0 trl/trainer/dpo_config.py:178, "
+    "dpo_trainer.py:913-916)",
+    "kto": f"{TRL_DISABLE_DROPOUT}: KTOConfig.disable_dropout True (v1.9.0 trl/trainer/kto_config.py:153, "
+    "kto_trainer.py:932-935)",
+    "gkd": f"{TRL_DISABLE_DROPOUT}: GKDConfig.disable_dropout True (v1.9.0 trl/experimental/gkd/gkd_trainer.py:203-204)",
+    "ppo": f"{TRL_DISABLE_DROPOUT}: PPOTrainer zeroes every model's (v1.9.0 trl/experimental/ppo/ppo_trainer.py:489-491)",
+}
 TRL_RUNS = {**HF_RUNS, "batching": ("padded", "packed"), "workload": ("sft", "dpo", "grpo")}
 TRL_DEFAULTS = {
     "checkpointing": Default("full", f"{BASE}:62: gradient_checkpointing=True"),
