@@ -245,6 +245,13 @@ class KnobFields(BaseModel):
         ),
     )
     lora_dropout: float = Field(default=0.0, ge=0, lt=1, description="LoRA dropout probability")
+    lora_dropout_kept: bool = Field(
+        default=False,
+        description=(
+            "LoRA dropout runs in a DPO, KTO or GKD run although its trainer zeroes every dropout by default (TRL's "
+            "disable_dropout false); off: the trainer's default"
+        ),
+    )
     lora_vision: bool = Field(
         default=False,
         description=(

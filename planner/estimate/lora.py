@@ -15,6 +15,7 @@ from math import prod
 
 from planner.estimate import activations as act
 from planner.frameworks import FRAMEWORKS
+from planner.frameworks.memory import DROPOUT_KEPT_BY_FLAG
 
 
 def embedding_copy_params(model, knobs) -> int:
@@ -60,8 +61,10 @@ def shared_inputs_width(model, knobs) -> int:
 def dropout_zeroed(knobs) -> str:
     """Where the framework's trainer for this workload sets every nn.Dropout's p to 0 before training (TRL's DPO, KTO,
     GKD and PPO: Memory.zeroes_dropout), the line saying so; "" where the dropout runs as set."""
-    fw = FRAMEWORKS.get(knobs.framework)
-    return fw.zeroes_dropout.get(knobs.workload.kind, "") if fw is not None else ""
+    fw, kind = FRAMEWORKS.get(knobs.framework), knobs.workload.kind
+    if fw is None or (knobs.lora_dropout_kept and kind in DROPOUT_KEPT_BY_FLAG):
+        return ""
+    return fw.zeroes_dropout.get(kind, "")
 
 
 def dropout_runs(knobs) -> bool:

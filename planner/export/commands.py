@@ -98,6 +98,8 @@ def script_args(
         a += [K.flag("lora_targets"), *([targets] if isinstance(targets, str) else targets)]
         if plan.lora_dropout:
             a += [K.flag("lora_dropout"), f"{plan.lora_dropout:g}"]
+        if plan.lora_dropout_kept:  # DPOConfig / KTOConfig / GKDConfig: disable_dropout True by default
+            a += ["--disable_dropout", "false"]
         if plan.lora_train_embeddings:
             a += [K.flag("lora_train_embeddings"), *peft["modules_to_save"]]
         if plan.lora_variant == "dora":  # trl/trainer/model_config.py:142

@@ -9,6 +9,11 @@ from dataclasses import dataclass, field
 
 from planner.frameworks.rl import RoleEngine
 
+# the workloads whose trainer zeroes dropout only as its config's disable_dropout says (TRL's DPO, KTO and GKD configs:
+# True by default), where the knob lora_dropout_kept keeps it; TRL's PPOTrainer zeroes it always (trl v1.9.0
+# trl/experimental/ppo/ppo_trainer.py:489-491)
+DROPOUT_KEPT_BY_FLAG = ("dpo", "kto", "gkd")
+
 
 @dataclass(frozen=True)
 class Memory:

@@ -5,6 +5,7 @@ list every reader maps into memplan's (a regex, or no targets at all, are named 
 
 from __future__ import annotations
 
+from planner.frameworks.memory import DROPOUT_KEPT_BY_FLAG
 from planner.intake import tuners, vocab
 from planner.intake.collect import TRL, Collector, as_bool, as_float, default, one
 from planner.intake.flags import Flag
@@ -150,3 +151,18 @@ def peft_targets(c: Collector, source: str) -> None:
             f"{source} without target_modules (PEFT's default for model_type {model_type or '?'} is not known to "
             "memplan: planned as all-linear)"
         )
+
+
+def read_disable_dropout(c: Collector, flag: Flag | None, zeroed: dict[str, str]) -> None:
+    """TRL's `disable_dropout` (ms-swift's `--disable_dropout`) where it differs from what the trainer of the run's
+    workload does by default (`zeroed`: Memory.zeroes_dropout): true zeroes LoRA's dropout (every nn.Dropout's p set
+    to 0: trl v1.9.0 trl/trainer/utils.py:182-185), read as lora_dropout 0; false keeps it where the trainer would zero
+    it (lora_dropout_kept; TRL's PPOTrainer zeroes it whatever its config says)."""
+    if flag is None or not c.get("lora_rank") or not c.get("lora_dropout"):
+        return
+    on, kind = c.flag(flag.value, flag.source), str(c.get("workload.kind", "sft"))
+    if on and kind not in zeroed:
+        why = "TRL's disable_dropout_in_model sets every nn.Dropout's p to 0: trl v1.9.0 trl/trainer/utils.py:182-185"
+        c.set("lora_dropout", 0.0, f"{flag.source} ({why})", flag.raw)
+    elif on is False and kind in zeroed and kind in DROPOUT_KEPT_BY_FLAG:
+        c.set("lora_dropout_kept", True, f"{flag.source} (the trainer's dropout left as set)", flag.raw)

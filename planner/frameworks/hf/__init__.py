@@ -226,6 +226,7 @@ HF_EVERY = (
     "lora_targets",
     "lora_train_embeddings",
     "lora_dropout",
+    "lora_dropout_kept",  # TRL's disable_dropout false (hf/reader.py, loraargs.read_disable_dropout)
     "lora_vision",
     "lora_base_fp32",
     "frozen",

@@ -70,6 +70,15 @@ def trainer_of(flags: dict[str, Flag], hint: str) -> str:
     return "hf"
 
 
+def zeroes_dropout(framework: str) -> dict[str, str]:
+    """The workloads whose trainer zeroes every dropout by default (Memory.zeroes_dropout; read at call time: the
+    adapters import this reader)."""
+    from planner.frameworks import FRAMEWORKS
+
+    fw = FRAMEWORKS.get(framework)
+    return fw.zeroes_dropout if fw is not None else {}
+
+
 def read(
     c: Collector, flags: dict[str, Flag], near: Path, trainer: str, *, strict: bool = False, vars=None, why: str = ""
 ) -> None:
@@ -99,6 +108,7 @@ def read(
     if trainer == "kto":
         ktoargs.read_kto(c, flags)
     loraargs.read_lora(c, flags, trl=trainer != "hf")
+    loraargs.read_disable_dropout(c, f("disable_dropout"), zeroes_dropout(c.framework))
     _kernels(c, flags, trainer)
     sharding(c, flags, near, vars)
     if strict:

@@ -163,6 +163,7 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        "lora_dropout_kept": (False,),  # its CLI takes no disable_dropout (TRL's config default)
         # --use_galore (swift/trainers/arguments.py:192-207; optimizers/galore/utils.py:189-214: GaLoreAdamW for
         # adamw_torch(_fused), GaLoreAdamW8bit for the 8-bit optims) and --optimizer muon (optimizers/muon.py:9-52,
         # Moonlight's Muon); no APOLLO

@@ -47,6 +47,7 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        "lora_dropout_kept": (False,),
         "client_optimizer": (False,),  # FSDP2, no DeepSpeed
         "zero_buckets": ("",),  # no DeepSpeed
         "device_map": ("off",),  # one process a GPU

@@ -62,6 +62,7 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        "lora_dropout_kept": (False,),
         "device_map": ("off",),  # one process a GPU
         "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
         "client_optimizer": (False,),  # FSDP2 or one GPU, no DeepSpeed: its recipes build their own optimizer
