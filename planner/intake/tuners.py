@@ -126,6 +126,18 @@ def apollo_projector(source: str, optimizer: str, proj: object) -> None:
         )
 
 
+def refuse_untargeted(source: str, optim: str) -> None:
+    """GaLore or APOLLO through transformers' Trainer with no optim_target_modules: the Trainer refuses it before
+    training (transformers 5.25 trainer_optimizer.py:121-122), so
+    memplan does too, in one line."""
+    raise BadInput(
+        f"{source}: optim {optim} without optim_target_modules: transformers' Trainer refuses it (\"You need to "
+        f'define `optim_target_modules` to use {optim} optimizers", transformers 5.25 trainer_optimizer.py:121-122); '
+        "give optim_target_modules (all-linear, or the linears' names)",
+        "optimizer_targets",
+    )
+
+
 def low_rank_fields(c: Collector, rank: tuple | None, targets: tuple | None) -> None:
     """GaLore's and APOLLO's rank and target linears, each (value, source, key) as the framework names it: a rank is
     optimizer_rank, the targets optimizer_targets (all-linear, or module names; a regex is a note)."""

@@ -12,6 +12,7 @@ from planner.frameworks.hf import reader_optim as hf_optim
 from planner.frameworks.hf.keys import ARGS, BASE
 from planner.frameworks.hf.keys import KEYS as K
 from planner.frameworks.hf.reader_sharding import sharding
+from planner.frameworks.runs import TRANSFORMERS_LOW_RANK
 from planner.frameworks.trl import reader_gkd as gkdargs
 from planner.frameworks.trl import reader_grpo as grpoargs
 from planner.frameworks.trl import reader_kto as ktoargs
@@ -244,6 +245,8 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
     tuners.low_rank_fields(  # trainer_optimizer.py:369-375, 398-405: rank in optim_args; optim_target_modules
         c, (rank, args.source, args.raw) if rank else None, (mods.value, mods.source, mods.raw) if mods else None
     )
+    if c.get("optimizer") in TRANSFORMERS_LOW_RANK and mods is None:
+        tuners.refuse_untargeted(opt.source, name)
     liger = flags.get("use_liger_kernel") or flags.get("use_liger")
     if liger and c.flag(liger.value, liger.source):
         if trainer in ("dpo", "grpo"):

@@ -123,7 +123,10 @@ def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
         ),
         (
             "train.py",
-            "from trl import SFTConfig\nSFTConfig(max_length=1024, optim='apollo_adamw', optim_args='rank=256')\n",
+            (
+                "from trl import SFTConfig\nSFTConfig(max_length=1024, optim='apollo_adamw', optim_args='rank=256', "
+                "optim_target_modules='all-linear')\n"
+            ),
             ("apollo-adamw", 256),
         ),
     ],
@@ -184,7 +187,10 @@ def test_apollo_over_an_svd_projector_is_refused(tmp_path, name, text):
         ),
         (
             "train.py",
-            "from trl import SFTConfig\nSFTConfig(max_length=1024, optim='galore_adamw', optim_args='proj_type=reverse_std')\n",
+            (
+                "from trl import SFTConfig\nSFTConfig(max_length=1024, optim='galore_adamw', optim_args='proj_type=reverse_std', "
+                "optim_target_modules=['q_proj'])\n"
+            ),
         ),
     ],
 )
@@ -300,3 +306,20 @@ def test_frameworks_without_a_bottleneck_adapter_refuse_it_in_one_line(framework
     field, why = FRAMEWORKS[framework].cannot(knobs)
     assert field == "lora_variant" and "--lora-variant adapter" in why and "\n" not in why
     assert FRAMEWORKS["swift"].cannot(knobs) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("train.yaml", "model_name_or_path: Qwen/Qwen2.5-0.5B\noptim: galore_adamw\nmax_length: 1024\n"),
+        (
+            "train.py",
+            "from trl import SFTConfig\nSFTConfig(max_length=1024, optim='apollo_adamw', optim_args='rank=64')\n",
+        ),
+    ],
+)
+def test_transformers_low_rank_without_targets_is_refused_as_the_trainer_refuses_it(tmp_path, name, text):
+    """GaLore or APOLLO through HF's Trainer (TRL's configs alike) with no optim_target_modules: the Trainer raises
+    before training (transformers 5.25 trainer_optimizer.py:121-122), so memplan refuses it in one line."""
+    with pytest.raises(BadInput, match="without optim_target_modules: transformers' Trainer refuses it"):
+        _read(tmp_path, name, text)
