@@ -7,6 +7,7 @@ and the launcher counts a flag overrides. Above planner.advise (the faces call `
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -352,8 +353,15 @@ def capped_length(reading, b: ConfigBody, first: CheckResult) -> dict | None:
     floor = int(b.body.get("image_tokens") or 0) if rows else 0  # every row holds its image
     cap = first.context[2].seq_len if rows else plan.workload.max_length
     n = n if n > floor else 0
-    out = {"fits_up_to_tokens": n, "cap": cap, "field": field, "key": read[field].key, "padding": padded}
+    out = {"fits_up_to_tokens": n, "cap": cap, "field": field, "key": spelled_key(read[field]), "padding": padded}
     return out | ({"image_tokens": floor} if floor else {})
+
+
+def spelled_key(s) -> str:
+    """A setting's key as the files spell it: the flag its source quotes (OpenRLHF 0.10.1's flat `--max_len`, which
+    the reader records by its dotted name), else the reader's key."""
+    quoted = re.search(r"\s(--[A-Za-z][\w.-]*)", s.source)
+    return quoted.group(1) if quoted else s.key
 
 
 def merged(read: dict, flags: dict) -> dict:

@@ -136,6 +136,7 @@ def test_openrlhfs_sft_length_is_a_cap(tmp_path):
     assert not out.plan.fits and out.context[2].seq_len == 8192
     assert (c["cap"], c["field"]) == (8192, "seq_len") and 0 < c["fits_up_to_tokens"] < 8192
     assert "sft_dataset.py:215-227" in c["padding"]
+    assert c["key"] == "--max_len"  # as the script spells it (0.10.1's flat flag), not its dotted 0.11 name
 
 
 def test_openrlhfs_packed_sft_rows_each_cost_the_cap(tmp_path):
