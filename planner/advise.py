@@ -187,6 +187,8 @@ def lora_knobs(req: Target | ProbeRequest, model: ModelSpec) -> dict:
     """The request's LoRA knobs (spec.LORA_FIELDS); --lora-targets names must be the model's linears."""
     if req.lora_vision and model.vision is None:
         raise BadInput(f"--lora-vision: model {model.name!r} has no vision tower", "lora_vision")
+    if req.lora_tower_full and model.vision is None:
+        raise BadInput(f"--lora-tower-full: model {model.name!r} has no vision tower", "lora_tower_full")
     if req.lora_targets not in ("all-linear", "attention"):
         known = model.linear_names()
         bad = [n for n in req.lora_targets.split(",") if not any(module_name_matches(k, n) for k in known)]

@@ -88,6 +88,7 @@ def build_model(
         from planner.model.families import from_config
 
         model = _adapters(model, knobs, quant_standin, from_config(config, "model"))
+        _train_tower(model, config, knobs)
     apply_checkpointing(model, knobs, recompute)
     _input_grads(model, knobs)
     _frozen_layers_unchecked(model, knobs)
@@ -146,6 +147,20 @@ def _tower_checkpointing(model, config: dict, knobs) -> None:
     for name, module in model.named_modules():
         if isinstance(module, GradientCheckpointingLayer) and any(p in name + "." for p in tower):
             module.gradient_checkpointing = False
+
+
+def _train_tower(model, config: dict, knobs) -> None:
+    """--lora-tower-full: the tower and projector trained in full beside the adapters, in the dtype they were loaded
+    in, as ms-swift's lora_llm tuner does (4.6 swift/tuner_plugin/lora_llm.py:78-80: requires_grad_(True) on
+    model_arch.vision_tower and aligner after get_peft_model)."""
+    if not getattr(knobs, "lora_tower_full", False):
+        return
+    from planner.model.families import from_config
+
+    vision = from_config(config, "model").vision
+    for name, p in model.named_parameters():
+        if vision.frozen(name, "vision+projector") and "lora_" not in name:
+            p.requires_grad_(True)
 
 
 def _freeze(model, config: dict, knobs) -> None:

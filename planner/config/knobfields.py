@@ -259,6 +259,13 @@ class KnobFields(BaseModel):
             "what TRL's --lora_target_modules all-linear runs); the tower then saves its activations for backward"
         ),
     )
+    lora_tower_full: bool = Field(
+        default=False,
+        description=(
+            "VLM LoRA: the vision tower and projector trained in full, in the weights' own dtype, beside the language "
+            "model's adapters (ms-swift's --tuner_type lora_llm)"
+        ),
+    )
     lora_base_fp32: bool = Field(
         default=False,
         description=(

@@ -61,6 +61,7 @@ LORA_FIELDS: tuple[str, ...] = (
     "lora_variant",
     "lora_dropout",
     "lora_vision",
+    "lora_tower_full",
 )
 # Mixture-of-experts knobs (planner/estimate/moe.py): experts split over N ranks, the busiest expert's share of the tokens
 MOE_FIELDS: tuple[str, ...] = ("expert_parallel", "expert_imbalance")
@@ -282,6 +283,7 @@ class Plan(KnobFields, _Split):
             }.get(self.lora_variant, ""),
             f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",
             "LoRA on the tower" if self.lora_vision else "",
+            "tower trained in full" if self.lora_tower_full else "",
             "tower not checkpointed" if self.vit_checkpointing == "off" else "",
             self.workload.kind.upper() if self.workload.rl else "",
             f"steps_per_generation {self.workload.steps_per_generation}" if self.workload.steps_per_generation else "",

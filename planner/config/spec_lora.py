@@ -15,6 +15,7 @@ def _plain_base(k: KnobFields) -> tuple[tuple[bool, str], ...]:
         (k.quant != "none", f"--quant {k.quant}"),
         (k.lora_vision, "--lora-vision"),
         (k.lora_base_fp32, "--lora-base-fp32"),
+        (k.lora_tower_full, "--lora-tower-full"),
     )
 
 
@@ -202,6 +203,7 @@ def lora_rules(k: KnobFields) -> None:
             ("lora_dropout", 0.0),
             ("lora_base_fp32", False),
             ("lora_vision", False),
+            ("lora_tower_full", False),
         ):
             if getattr(k, field) != default:
                 flag = "--" + field.replace("_", "-")
@@ -218,12 +220,27 @@ def lora_rules(k: KnobFields) -> None:
             f"--lora-targets all-linear, not {k.lora_targets}",
             "lora_vision",
         )
+    tower_full_rules(k)
     dora_rules(k)
     oft_rules(k)
     boft_rules(k)
     tuner_rules(k)
     adapter_rules(k)
     base_rules(k)
+
+
+def tower_full_rules(k: KnobFields) -> None:
+    """--lora-tower-full (ms-swift's lora_llm): the tower and projector trained themselves, so no adapters on them;
+    planned on an unquantized base, whole on each rank or under ZeRO (FSDP's units and a quantized tower are not)."""
+    if not k.lora_tower_full:
+        return
+    for bad, what in (
+        (k.lora_vision, "--lora-vision (the tower trains in full: no adapters on it)"),
+        (k.quant != "none", f"--quant {k.quant}"),
+        (k.fsdp != "off", f"--fsdp {k.fsdp}"),
+    ):
+        if bad:
+            raise BadInput(f"--lora-tower-full with {what} is not planned", "lora_tower_full")
 
 
 GPTQMODEL_BUFFERS = "gptqmodel keeps the weights in buffers, which FSDP and ZeRO-3 do not shard"

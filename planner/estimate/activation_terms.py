@@ -53,12 +53,12 @@ def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
 
 def tower_is_trained(s: Setup) -> bool:
     """The tower is trained in full, or carries LoRA adapters (which need its inputs saved)."""
-    return s.knobs.lora_vision if s.lora else "vision" not in s.knobs.frozen
+    return s.knobs.lora_vision or s.knobs.lora_tower_full if s.lora else "vision" not in s.knobs.frozen
 
 
 def projector_is_trained(s: Setup) -> bool:
-    """The projector's weights train: in full, not under LoRA, and not frozen."""
-    return not s.lora and "projector" not in s.knobs.frozen
+    """The projector's weights train: in full fine-tuning and not frozen, or beside LoRA with --lora-tower-full."""
+    return s.knobs.lora_tower_full if s.lora else "projector" not in s.knobs.frozen
 
 
 def tower_matrices_run(s: Setup) -> int:
@@ -131,7 +131,8 @@ def _activations_bytes(s: Setup) -> int:
         ckpt = "off" if off else "full"
         trained = tower_is_trained(s)
         eager = s.knobs.attention == "eager"
-        total += vision.vision_activations_bytes(v, s.image_rows, s.tower_image_tokens, p, ckpt, trained, eager)
+        vp = tower_profile(s, p, ckpt)
+        total += vision.vision_activations_bytes(v, s.image_rows, s.tower_image_tokens, vp, ckpt, trained, eager)
         if not off_by_knobs(s) and frozen_tower_in_graph(s):  # a frozen tower records a graph all the same
             total += frozen_tower_hooked_bytes(s)
         if trained and ckpt == "off" and nograd.masked_tower(s):  # each block's N x N softmax stays for its backward
@@ -141,6 +142,19 @@ def _activations_bytes(s: Setup) -> int:
         total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live, frozen)
         total += tiled_tower_bytes(s)
     return total
+
+
+def tower_profile(s: Setup, profile: str, ckpt: str) -> str:
+    """The tower's activation profile: the language model's, but torch AMP's for a LayerNorm tower trained in full
+    beside LoRA (--lora-tower-full) under autocast and not checkpointed: its half weights' LayerNorms run in fp32 on
+    an fp32 cast of their input, which they save, as an fp32 tower's do on its fp32 stream. A Qwen tower's RMSNorm
+    upcasts in Python whatever autocast says, and a checkpointed tower keeps its blocks' half inputs: the language
+    model's profile (the sim of qwen2.5-vl-3b, gemma-3-4b, qwen3-vl-8b and internvl2.5-8b under bf16 AMP:
+    tests/probes/test_tower_full.py)."""
+    k, v = s.knobs, s.model.vision
+    amp = k.precision in ("bf16", "fp16") and k.zero_stage == 0 and k.fsdp == "off"
+    layernorm = v.block != "rmsnorm-rotary"
+    return "amp" if s.lora and k.lora_tower_full and amp and ckpt == "off" and layernorm else profile
 
 
 def tiled_tower_bytes(s: Setup) -> int:

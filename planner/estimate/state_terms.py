@@ -31,7 +31,7 @@ from planner.estimate.setup import Setup
 from planner.estimate.torchao_optim import TORCHAO_OPTIMIZERS, torchao_low_bit_state_bytes
 from planner.estimate.trained import (
     ADAMW_8BIT_MIN_SIZE,
-    embedding_copy_overcount_bytes,
+    base_dtype_overcount_bytes,
     fp32_resident_extra_bytes,
     frozen_bytes,
     frozen_params,
@@ -53,7 +53,7 @@ def params_bytes(s: Setup) -> int:
     total = (
         trainable_params(s) * trainable_weight_bytes_per_param(k)
         + frozen_bytes(s)
-        - embedding_copy_overcount_bytes(s, trainable_weight_bytes_per_param(k))
+        - base_dtype_overcount_bytes(s, trainable_weight_bytes_per_param(k))
     )
     whole = quant.replicated_bytes(
         s.model, k.quant, k.quant_absmax, dense_names(s)
@@ -90,26 +90,28 @@ def adafactor_state_elements(s: Setup) -> int:
             (sum(t.shape[:-1]) + t.shape[-1] if len(t.shape) >= 2 else t.shape[0]) * t.count for t in tensors
         )
         return per_layer * s.knobs.trained_layers // s.model.text.layers
+    factored = lambda t: (sum(t.shape[:-1]) + t.shape[-1] if len(t.shape) >= 2 else t.shape[0]) * t.count
     if s.lora:
-        return sum(
-            (2 * r + t.shape[0] + t.shape[1]) * t.count for t in s.model.tensors if t.adapted(s.knobs.lora_targets)
-        ) + lora.embedding_copy_params(s.model, s.knobs)
-    return sum(
-        (sum(t.shape[:-1]) + t.shape[-1] if len(t.shape) >= 2 else t.shape[0]) * t.count for t in s.model.tensors
-    )
+        tower = ("vision", "projector") if s.knobs.lora_tower_full else ()  # --lora-tower-full: its own tensors
+        return (
+            sum((2 * r + t.shape[0] + t.shape[1]) * t.count for t in s.model.tensors if t.adapted(s.knobs.lora_targets))
+            + lora.embedding_copy_params(s.model, s.knobs)
+            + sum(factored(t) for t in s.model.tensors if t.role in tower)
+        )
+    return sum(factored(t) for t in s.model.tensors)
 
 
 def adamw_8bit_state_bytes(s: Setup) -> int:
     """bitsandbytes 8-bit AdamW: 1-byte moments plus absmax per block; 32-bit states for tensors
     under ADAMW_8BIT_MIN_SIZE elements."""
     per_big = optimizer_state_bytes_per_param("adamw-8bit", 4)
+    states = lambda t: t.numel * (8 if t.numel // t.count < ADAMW_8BIT_MIN_SIZE else per_big)
+    if s.lora and s.knobs.lora_tower_full:  # the adapters as below, the tower's and projector's own tensors each
+        tower = [t for t in s.model.tensors if t.role in ("vision", "projector")]
+        return int((trainable_params(s) - sum(t.numel for t in tower)) * per_big + sum(map(states, tower)))
     if s.lora or freeze.freeze_tuned(s.knobs):
         return int(trainable_params(s) * per_big)
-    total = 0.0
-    for t in s.model.tensors:
-        n = t.numel // t.count
-        total += t.numel * (8 if n < ADAMW_8BIT_MIN_SIZE else per_big)
-    return int(total)
+    return int(sum(map(states, s.model.tensors)))
 
 
 def optimizer_bytes(s: Setup) -> int:
@@ -131,7 +133,7 @@ def optimizer_bytes(s: Setup) -> int:
             whole = 8 * T
         else:
             whole = int(T * optimizer_state_bytes_per_param(k.optimizer, sb))
-            whole -= embedding_copy_overcount_bytes(s, int(optimizer_state_bytes_per_param(k.optimizer, sb)))
+            whole -= base_dtype_overcount_bytes(s, int(optimizer_state_bytes_per_param(k.optimizer, sb)))
         return fsdp.sharded(s, whole) if k.fsdp != "off" else whole - paged_optimizer_bytes(s)
     if k.offload != "none":
         return 0
@@ -162,7 +164,7 @@ def gradients_bytes(s: Setup) -> int:
     if k.optimizer_in_backward:  # each gradient is stepped and freed as it arrives: one at a time
         return largest_trainable_matrix_params(s) * g
     if k.zero_stage == 0 and k.fsdp == "off":
-        return T * g - embedding_copy_overcount_bytes(s, g)
+        return T * g - base_dtype_overcount_bytes(s, g)
     if k.fsdp != "off":
         return fsdp.sharded(s, T * g)
     if k.zero_stage == 0:
@@ -235,8 +237,8 @@ def optimizer_step_temp_bytes(s: Setup) -> int:
         return largest_trainable_matrix_params(s) * sb if k.optimizer == "adamw" else 0
     if k.fsdp != "off":  # the step runs on the shards (on the host with offload)
         return 0 if k.offload != "none" or k.optimizer != "adamw" else fsdp.sharded(s, T * sb)
-    if k.optimizer == "adamw":
-        return T * sb
+    if k.optimizer == "adamw":  # in each parameter's dtype: the base-dtype ones' (embedding copies, a full tower) half
+        return T * sb - base_dtype_overcount_bytes(s, sb)
     if k.optimizer == "adafactor":
         return 3 * 4 * largest_trainable_matrix_params(s)
     return 0

@@ -40,7 +40,7 @@ def _trainable_params(s: Setup) -> int:
         return boft.boft_params(s.model, k) + lora.embedding_copy_params(s.model, k)
     if bottleneck.bottleneck(k):  # ms-swift's adapters after the MLPs, no LoRA factors
         return bottleneck.trained_params(s.model, k)
-    tower = s.model.tower_lora_params(k.lora_rank) if k.lora_vision else 0
+    tower = s.model.tower_lora_params(k.lora_rank) if k.lora_vision else tower_full_params(s)
     magnitudes = lora.dora_magnitude_params(s.model, k)
     adapters = (
         peft_tuners.vera_trained_params(s.model, k)
@@ -49,6 +49,20 @@ def _trainable_params(s: Setup) -> int:
         + peft_tuners.adalora_extra_params(s.model, k, frozen_weight_bytes_per_param(k) == 2)
     )
     return adapters + tower + lora.embedding_copy_params(s.model, k) + magnitudes
+
+
+def tower_full_params(s: Setup) -> int:
+    """--lora-tower-full (ms-swift's lora_llm): the tower's and projector's own parameters, trained in full beside the
+    adapters (ms-swift 4.6 swift/tuner_plugin/lora_llm.py:78-80: get_peft_model on the language model's linears, then
+    requires_grad_(True) on model_arch.vision_tower and aligner); 0 otherwise."""
+    return s.model.frozen_params("vision+projector") if s.lora and s.knobs.lora_tower_full else 0
+
+
+def base_dtype_trained_params(s: Setup) -> int:
+    """Trained parameters held in the base's dtype beside the fp32 adapters (torch AMP upcasts PEFT's adapters
+    alone): PEFT's trained embedding copies (modules_to_save) and a tower trained in full (ms-swift converts only fp16
+    trainable parameters to fp32: 4.6 swift/pipelines/train/tuner.py:398-402)."""
+    return lora.embedding_copy_params(s.model, s.knobs) + tower_full_params(s)
 
 
 def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
@@ -70,6 +84,8 @@ def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
                 n = t.count * prod(t.shape[:-2]) * t.lora_rank_multiple(k.lora_targets)
                 out += [(r * t.shape[-1], n), (r * t.shape[-2], n)]
                 out += [(t.shape[-2], n)] if lora.dora(k) else []  # DoRA's magnitude vector
+        if k.lora_tower_full:  # the tower's and projector's own tensors
+            out += [(t.numel // t.count, t.count) for t in s.model.tensors if t.role in ("vision", "projector")]
         return out
     if freeze.freeze_tuned(k):
         return freeze.trained_tensor_sizes(s.model, k.trained_layers)
@@ -97,19 +113,23 @@ def _largest_trainable_matrix_params(s: Setup) -> int:
         )
         if peft_tuners.vera(s.knobs):  # lambda_b, d_out elements
             adapters = max((n for n, _ in peft_tuners.tensor_sizes(s.model, s.knobs)), default=0)
+        if s.knobs.lora_tower_full:  # the tower's and projector's own matrices
+            roles = ("vision", "projector")
+            adapters = max(adapters, *(prod(t.shape) for t in s.model.tensors if t.role in roles and len(t.shape) == 2))
         return max(adapters, s.model.text.vocab * s.model.text.hidden if s.knobs.lora_train_embeddings else 0)
     if freeze.freeze_tuned(s.knobs):
         return freeze.largest_trained_matrix_params(s.model)
     return max(prod(t.shape) for t in s.model.tensors if len(t.shape) == 2)
 
 
-def embedding_copy_overcount_bytes(s: Setup, per_param_bytes: int) -> int:
-    """Trained embedding copies are in the base's dtype where torch AMP keeps the adapters in fp32: the bytes to
-    take back from a term that counted them at the adapters' width (0 elsewhere)."""
+def base_dtype_overcount_bytes(s: Setup, per_param_bytes: int) -> int:
+    """Trained parameters in the base's dtype (base_dtype_trained_params: embedding copies, a tower trained in full)
+    where torch AMP keeps the adapters in fp32: the bytes to take back from a term that counted them at the adapters'
+    width (0 elsewhere)."""
     k = s.knobs
     over = trainable_weight_bytes_per_param(k) - frozen_weight_bytes_per_param(k)
     return (
-        lora.embedding_copy_params(s.model, k) * per_param_bytes * over // trainable_weight_bytes_per_param(k)
+        base_dtype_trained_params(s) * per_param_bytes * over // trainable_weight_bytes_per_param(k)
         if over > 0 and k.zero_stage == 0
         else 0
     )
@@ -125,7 +145,7 @@ def frozen_params(s: Setup) -> int:
 def _frozen_params(s: Setup) -> int:
     if freeze.freeze_tuned(s.knobs):
         return s.model.params - trainable_params(s)
-    return s.model.params if s.lora else s.model.frozen_params(frozen_modules(s))
+    return s.model.params - tower_full_params(s) if s.lora else s.model.frozen_params(frozen_modules(s))
 
 
 def frozen_modules(s: Setup) -> str:

@@ -31,7 +31,8 @@ UNPLANNED_TUNERS = {
     "reft": "ReFT (representation interventions)",
     "bone": "Bone (block affine adapters)",
     "freeze": "freeze tuning (the last layers trained in full, the rest frozen)",
-    "lora_llm": "LoRA on the language model with the ViT and aligner trained in full",
+    # lora_llm is planned (ms-swift's reader: reader_tuners.read_lora_llm, --lora-tower-full); other readers refuse it
+    "lora_llm": "LoRA on the language model with the ViT and aligner trained in full (planned as ms-swift 4 runs it)",
     "ia3": "IA3",
     "prefix": "prefix tuning",
     "llama-adapter": "LLaMA-Adapter",

@@ -13,6 +13,7 @@ from planner.frameworks.tool import Signs
 
 TF = "transformers 5.23.0 training_args.py"
 HF_RUNS = {
+    "lora_tower_full": (False,),  # no TRL or HF key trains the tower in full beside LoRA
     # TRL's ModelConfig writes LoRA or DoRA alone (use_dora: trl/trainer/model_config.py:142); AdaLoRA and VeRA
     # need a script's own PEFT config and, for AdaLoRA, its update_and_allocate in the loop: not written; OFT from a
     # script's OFTConfig is planned and not written (the rule below)

@@ -35,6 +35,7 @@ FRAMEWORK = Framework(
         "lora_dropout",
         "lora_variant",
         "lora_vision",
+        "lora_tower_full",  # recipe.model._train_tower
         "lora_base_fp32",
         "frozen",
         "trained_layers",  # freeze tuning (planner.estimate.freeze)

@@ -173,6 +173,7 @@ RELEASES = (
 # what it runs (closed knobs: planner.frameworks.base.Framework.runs)
 RUNS = {
     "lora_dropout_kept": (False,),
+    "lora_tower_full": (False,),
     # its DeepSpeed config names Adam: DeepSpeed picks FusedAdam or DeepSpeedCPUAdam (deepspeed_utils.py:71)
     "client_optimizer": (False,),
     # its own DeepSpeed config (no user JSON read): "auto" sizes DeepSpeed fills with its defaults (the reading's,

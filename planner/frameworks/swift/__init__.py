@@ -88,6 +88,25 @@ def _megatron(keys: set[str], data: dict) -> bool:
     return {"micro_batch_size", "model"} <= keys and bool(keys & MEGATRON_KEYS) and not keys & v1
 
 
+# --lora-tower-full is --tuner_type lora_llm, a tuner plugin from v4.0.0 (swift/tuner_plugin/lora_llm.py; no 3.x tag
+# names it), whose LoraConfig takes the language model's linears and no dropout (reader_tuners.LORA_LLM)
+LORA_LLM_RULES = (
+    Rule(
+        "lora_tower_full",
+        "--lora-tower-full is --tuner_type lora_llm, from ms-swift v4.0.0 (swift/tuner_plugin/lora_llm.py): give "
+        "--framework swift@4",
+        lambda k: bool(k.get("lora_tower_full")) and k.get("release", "") not in ("", "4"),
+    ),
+    Rule(
+        "lora_tower_full",
+        "--lora-tower-full is --tuner_type lora_llm, whose LoraConfig takes the language model's linears and sets no "
+        "dropout (swift/tuner_plugin/lora_llm.py:72-81): with --lora-targets all-linear and --lora-dropout 0",
+        lambda k: (
+            bool(k.get("lora_tower_full"))
+            and (k.get("lora_targets", "all-linear") != "all-linear" or bool(k.get("lora_dropout")))
+        ),
+    ),
+)
 FRAMEWORK = Framework(
     low_rank_order="targets-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
     muon_newton_schulz="compiled",  # its clone of Moonlight's toy_train Muon (optimizers/muon.py:18): @torch.compile
@@ -163,7 +182,11 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
-        "lora_dropout_kept": (False,),  # its CLI takes no disable_dropout (TRL's config default)
+        "lora_dropout_kept": (False,),
+        "lora_tower_full": (
+            False,
+            True,
+        ),  # --tuner_type lora_llm (4.x: releases.py LORA_LLM)  # its CLI takes no disable_dropout (TRL's config default)
         # --use_galore (swift/trainers/arguments.py:192-207; optimizers/galore/utils.py:189-214: GaLoreAdamW for
         # adamw_torch(_fused), GaLoreAdamW8bit for the 8-bit optims) and --optimizer muon (optimizers/muon.py:9-52,
         # Moonlight's Muon); no APOLLO
@@ -232,6 +255,7 @@ FRAMEWORK = Framework(
     releases=RELEASES,
     rules=(
         OMNI_WHOLE,
+        *LORA_LLM_RULES,
         *torchao_line_rules("swift"),
         transformers_5_quant("swift"),  # ms-swift 4 on transformers 5: no compressed-tensors or HQQ base
         peft_fp8_quant("ms-swift", "requirements/framework.txt: v3.10.3 <0.18, v4.0.0 <0.19"),

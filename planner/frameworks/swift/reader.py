@@ -129,6 +129,10 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
         c.set("lora_rank", 0, src, f"--{key}")
         swift_freeze.read_llamapro(c, f, src, f"--{key}")
         return False
+    if tuner == "lora_llm":  # LoRA on the language model, the ViT and aligner trained in full (reader_tuners)
+        swift_tuners.read_lora_llm(c, f, src, f"--{key}")
+        _quant(c, f)
+        return True
     variant = str(tuner).strip().lower() if str(tuner).strip().lower() in TUNER_RANK else ""
     if tuner != "lora" and not variant:
         tuners.tuner(src, tuner)

@@ -37,6 +37,8 @@ def vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lo
     in the ViT; without, the frozen parts. The environment's video caps are said in a line."""
     if not modelconfig.tower_known(c, f | {k: Flag(k, v, f"{where} {k}={v}", k) for k, v in env.items()}, VISION_KEYS):
         return
+    if c.get("lora_tower_full"):  # lora_llm reads no freeze switch (reader_tuners.read_lora_llm says so)
+        return
     vit, vsrc = look(f, "frozen_vision")
     if lora and KEYS.key("frozen_vision") in f:
         why = "all-linear then takes the ViT's linears too: swift/pipelines/train/tuner.py:92-104"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from planner.frameworks.swift.keys import ADAPTER_ACT, VERA_DROPOUT
 from planner.frameworks.swift.keys import TUNER_RANK as RANK
-from planner.frameworks.swift.reader_rl import get
+from planner.frameworks.swift.reader_rl import get, look
 from planner.intake import tuners
 from planner.intake.collect import Collector, as_float, as_int, one
 from planner.intake.flags import Flag
@@ -83,3 +83,24 @@ def refuse_head_targets(value: object, source: str) -> None:
     named = [n for n in names if n in HEAD_TARGETS]
     if named:
         tuners.refuse(source, f"LoRA on the embeddings or the output head ({' '.join(named)})")
+
+
+# ms-swift 4.x's --tuner_type lora_llm (swift/tuner_plugin/lora_llm.py:72-81): PEFT's LoraConfig(r, lora_alpha,
+# target_modules=get_multimodal_target_regex(model)), the language model's linears alone (swift/utils/
+# transformers_utils.py:208-216: freeze_vit and freeze_aligner True by default), no lora_dropout (PEFT's 0.0), then
+# requires_grad_(True) on the ViT and the aligner, kept in the dtype they were loaded in
+LORA_LLM = "swift/tuner_plugin/lora_llm.py:72-81"
+LORA_LLM_IGNORES = ("target_modules", "lora_dropout", "freeze_vit", "freeze_aligner", "freeze_llm")
+
+
+def read_lora_llm(c: Collector, f: dict[str, Flag], src: str, key: str) -> None:
+    """--tuner_type lora_llm: LoRA at --lora_rank on the language model's linears, the tower and projector trained in
+    full (lora_tower_full); the flags its tuner does not read, each one line."""
+    rank, rsrc = look(f, "lora_rank")
+    c.number("lora_rank", rank, f"{rsrc}; {src}", "--lora_rank")
+    c.set("lora_tower_full", True, f"{src} (the ViT and aligner trained in full: {LORA_LLM})", key)
+    c.set("lora_targets", "all-linear", f"{src} (the language model's linears: {LORA_LLM})", key)
+    c.set("lora_dropout", 0.0, f"{src} (its LoraConfig sets no dropout: PEFT's 0.0, {LORA_LLM})", key)
+    for name in LORA_LLM_IGNORES:
+        if name in f:
+            c.note(f"{f[name].source} (not read by --tuner_type lora_llm: {LORA_LLM})")

@@ -48,6 +48,7 @@ FRAMEWORK = Framework(
     ),
     runs={
         "lora_dropout_kept": (False,),
+        "lora_tower_full": (False,),
         "client_optimizer": (False,),  # FSDP2, no DeepSpeed
         "zero_buckets": ("",),  # no DeepSpeed
         "device_map": ("off",),  # one process a GPU

@@ -63,6 +63,7 @@ FRAMEWORK = Framework(
     ),
     runs={
         "lora_dropout_kept": (False,),
+        "lora_tower_full": (False,),
         "device_map": ("off",),  # one process a GPU
         "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
         "client_optimizer": (False,),  # FSDP2 or one GPU, no DeepSpeed: its recipes build their own optimizer

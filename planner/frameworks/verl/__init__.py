@@ -190,6 +190,7 @@ FRAMEWORK = Framework(
     ),
     runs={
         "lora_dropout_kept": (False,),
+        "lora_tower_full": (False,),
         "client_optimizer": (False,),  # FSDP or Megatron, no DeepSpeed
         "zero_buckets": ("",),  # no DeepSpeed
         "device_map": ("off",),  # one process a GPU

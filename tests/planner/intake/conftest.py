@@ -22,7 +22,6 @@ REFUSED = {
     DATA
     / "llamafactory/examples/merge_lora/qwen3_lora_sft.yaml": "export_dir: saves/qwen3_sft_merged: llamafactory-cli",
     DATA / "llamafactory/examples/extras/nlg_eval/llama3_lora_predict.yaml": "do_predict: True: a prediction run",
-    DATA / "swift/examples/train/multimodal/lora_llm_full_vit/sft.sh": "--tuner_type lora_llm: LoRA on the language",
     # ms-swift v4.5.2's OPD-RL, GKD beside a colocated vLLM, Megatron-SWIFT and `swift sample` files (issue 49)
     DATA / "swift/examples/train/on_policy_distillation.sh": "--teacher_model Qwen/Qwen3-32B: GRPO with a teacher",
     DATA / "swift/examples/train/rlhf/gkd/vllm_colocate.sh": "--vllm_mode colocate: GKD with a colocated vLLM",

@@ -60,7 +60,7 @@ def test_there_are_examples_of_every_source():
 
 @pytest.mark.parametrize("path", sorted(REFUSED), ids=_id)
 def test_an_example_memplan_does_not_plan_is_refused_in_one_line(path):
-    """BAdam, Adam-mini and ms-swift's lora_llm: refused naming the key and the tuner, never planned as LoRA, full
+    """BAdam and Adam-mini: refused naming the key and the tuner, never planned as LoRA, full
     fine-tuning or AdamW (planner.intake.tuners); OpenRLHF's AutoTP: refused naming the flag and the value accepted."""
     with pytest.raises(BadInput) as e:
         intake.read([str(path)])

@@ -80,11 +80,13 @@ def test_what_a_plan_writes_reads_back_as_the_same_plan(framework, case, tmp_pat
         {"vit_checkpointing": "off"},
         {"frozen": "vision"},
         {"frozen": "none"},
+        {"lora_rank": 16, "lora_tower_full": True},
     ],
     ids=str,
 )
 def test_a_vlms_tower_settings_read_back_in_swift(knobs, tmp_path):
-    """--vit_gradient_checkpointing false and --freeze_vit, written and read back as the same knobs."""
+    """--vit_gradient_checkpointing false, --freeze_vit and --tuner_type lora_llm (LoRA on the language model, the
+    tower trained in full), written and read back as the same knobs."""
     body = {"model": "qwen2.5-vl-7b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1, "grad_accum": 2}
     body |= {"seq_len": 4096, "framework": "swift", "zero": 3, "checkpointing": "full", **knobs}
     res, files, _, back = written_and_read_back(body, tmp_path)
