@@ -53,13 +53,14 @@ def vlm_batch(model, config: dict, batch: int, seq: int, image_tokens: int) -> t
     mask[0, -1] = 0
     labels = ids.masked_fill((mask == 0) | (ids == _image_token(cfg)), -100)
     out = {"input_ids": ids, "attention_mask": mask, "labels": labels, **extra}
-    inner = model.get_base_model().model if hasattr(model, "get_base_model") else model.model  # a PEFT model's own
     if family in OMNI:  # the Omnis' get_rope_index takes no token types (modeling_qwen2_5_omni.py:217-226,
         # modeling_qwen3_omni_moe.py:220-229)
-        out["position_ids"], _ = inner.get_rope_index(ids, image_grid_thw=extra["image_grid_thw"], attention_mask=mask)
+        out["position_ids"], _ = _inner(model).get_rope_index(
+            ids, image_grid_thw=extra["image_grid_thw"], attention_mask=mask
+        )
     if family in QWEN:  # M-RoPE positions as the model computes them
         out["mm_token_type_ids"] = (ids == _image_token(cfg)).int()
-        out["position_ids"], _ = inner.get_rope_index(
+        out["position_ids"], _ = _inner(model).get_rope_index(
             ids, image_grid_thw=extra["image_grid_thw"], attention_mask=mask, mm_token_type_ids=out["mm_token_type_ids"]
         )
     if family == "gemma3":
@@ -67,6 +68,12 @@ def vlm_batch(model, config: dict, batch: int, seq: int, image_tokens: int) -> t
     if family == "mllama":
         out["cross_attention_mask"] = _cross_mask(extra["aspect_ratio_mask"], seq, start)
     return out, tokens
+
+
+def _inner(model):
+    """The Qwen families' inner model, whose get_rope_index computes the M-RoPE positions: through a PEFT model's
+    wrapper to the base model's (a LoRA plan's sim), else the model's own."""
+    return model.get_base_model().model if hasattr(model, "get_base_model") else model.model
 
 
 def _seeded() -> torch.Generator:

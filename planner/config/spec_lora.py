@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from planner.config.knobfields import CT_QUANTS, KnobFields
 from planner.errors import BadInput
+from planner.frameworks.memory import DROPOUT_KEPT_BY_FLAG
 
 
 def _plain_base(k: KnobFields) -> tuple[tuple[bool, str], ...]:
@@ -204,6 +205,7 @@ def lora_rules(k: KnobFields) -> None:
             ("lora_base_fp32", False),
             ("lora_vision", False),
             ("lora_tower_full", False),
+            ("lora_dropout_kept", False),
         ):
             if getattr(k, field) != default:
                 flag = "--" + field.replace("_", "-")
@@ -219,6 +221,12 @@ def lora_rules(k: KnobFields) -> None:
             f"--lora-vision adapts every linear of the tower and projector, as PEFT's all-linear does: with "
             f"--lora-targets all-linear, not {k.lora_targets}",
             "lora_vision",
+        )
+    if k.lora_dropout_kept and k.workload.kind not in DROPOUT_KEPT_BY_FLAG:
+        raise BadInput(
+            f"--lora-dropout-kept keeps the dropout TRL's DPO, KTO and GKD trainers zero (disable_dropout false): it "
+            f"needs --workload dpo, kto or gkd, not {k.workload.kind}",
+            "lora_dropout_kept",
         )
     tower_full_rules(k)
     dora_rules(k)

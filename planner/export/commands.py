@@ -26,6 +26,7 @@ from planner.export.export import (
 )
 from planner.frameworks.hf import launchenv
 from planner.frameworks.hf.keys import KEYS as K
+from planner.frameworks.memory import DROPOUT_KEPT_BY_FLAG
 from planner.frameworks.trl.forks import FORK_ENTRY, FORK_PIXELS, FORK_TILES, fork_script_flags, grpo_fork
 from planner.model import catalog, vila
 from planner.model.modelspec import ModelSpec
@@ -98,7 +99,7 @@ def script_args(
         a += [K.flag("lora_targets"), *([targets] if isinstance(targets, str) else targets)]
         if plan.lora_dropout:
             a += [K.flag("lora_dropout"), f"{plan.lora_dropout:g}"]
-        if plan.lora_dropout_kept:  # DPOConfig / KTOConfig / GKDConfig: disable_dropout True by default
+        if plan.lora_dropout_kept and plan.workload.kind in DROPOUT_KEPT_BY_FLAG:  # their configs default it True
             a += ["--disable_dropout", "false"]
         if plan.lora_train_embeddings:
             a += [K.flag("lora_train_embeddings"), *peft["modules_to_save"]]

@@ -37,6 +37,7 @@ FRAMEWORK = Framework(
         "batching": ("padded", "packed"),
         "workload": ("sft", "dpo", "grpo"),
         "context_parallel": ("off",),
+        "lora_dropout_kept": (False, True),  # its DPO script's DPOConfig disable_dropout false
     },
     defaults=HF_DEFAULTS,
     keys={**HF_KEYS, "zero_stage": "zero_optimization.stage", "offload": "zero_optimization.offload_optimizer"},

@@ -13,6 +13,7 @@ from planner.frameworks.tool import Signs
 
 TF = "transformers 5.23.0 training_args.py"
 HF_RUNS = {
+    "lora_dropout_kept": (False,),  # TrainingArguments has no disable_dropout; TRL's configs do (TRL_RUNS)
     "lora_tower_full": (False,),  # no TRL or HF key trains the tower in full beside LoRA
     # TRL's ModelConfig writes LoRA or DoRA alone (use_dora: trl/trainer/model_config.py:142); AdaLoRA and VeRA
     # need a script's own PEFT config and, for AdaLoRA, its update_and_allocate in the loop: not written; OFT from a
@@ -227,7 +228,6 @@ HF_EVERY = (
     "lora_targets",
     "lora_train_embeddings",
     "lora_dropout",
-    "lora_dropout_kept",  # TRL's disable_dropout false (hf/reader.py, loraargs.read_disable_dropout)
     "lora_vision",
     "lora_base_fp32",
     "frozen",

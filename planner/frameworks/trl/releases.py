@@ -22,7 +22,12 @@ TRL_ZEROES_DROPOUT = {
     "gkd": f"{TRL_DISABLE_DROPOUT}: GKDConfig.disable_dropout True (v1.9.0 trl/experimental/gkd/gkd_trainer.py:203-204)",
     "ppo": f"{TRL_DISABLE_DROPOUT}: PPOTrainer zeroes every model's (v1.9.0 trl/experimental/ppo/ppo_trainer.py:489-491)",
 }
-TRL_RUNS = {**HF_RUNS, "batching": ("padded", "packed"), "workload": ("sft", "dpo", "grpo")}
+TRL_RUNS = {
+    **HF_RUNS,
+    "batching": ("padded", "packed"),
+    "workload": ("sft", "dpo", "grpo"),
+    "lora_dropout_kept": (False, True),  # DPOConfig / KTOConfig / GKDConfig disable_dropout false (hf/reader.py)
+}
 TRL_DEFAULTS = {
     "checkpointing": Default("full", f"{BASE}:62: gradient_checkpointing=True"),
     "precision": Default("bf16", f"{BASE}:68,107-108: bf16=None becomes not fp16"),
