@@ -109,12 +109,16 @@ def run(args: argparse.Namespace) -> int:
     plan, alternatives, (model, hw, goal) = result.plan, result.suggestions, result.context
     from planner.cli.data import budget_line, data_lines
     from planner.cli.speedline import step_line
+    from planner.estimate.activation_terms import tower_adapters_uncounted
     from planner.estimate.overheads import rests_on_the_prior
     from planner.search import imagefit, videofit
 
     data = out.get("data")
     if plan.fits and rests_on_the_prior(plan.memory, int(plan.memory.capacity_bytes * (1 - goal.margin))):
         out["reserve_decides"] = True
+    uncounted = tower_adapters_uncounted(plan.knobs, model.vision, goal.image_tokens or goal.tower_tokens)
+    if uncounted:
+        out["uncounted"] = uncounted
     if args.plot:
         from planner.cli import plot
 
@@ -172,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
         printout.say_line(render.overheads_line(plan, goal.margin))
         if out.get("reserve_decides"):
             printout.say_line(render.reserve_line())
+        if out.get("uncounted"):
+            printout.say_line(out["uncounted"])
         if not plan.fits:
             printout.print_nearest(result.nearest)
         if alternatives:
@@ -220,6 +226,8 @@ def brief(result: CheckResult, out: dict) -> None:
     for key, line in (("open_length", open_length_line), ("capped_length", capped_length_line)):
         if out.get(key):  # the verdict's condition on the rows' length, as the full output says it
             printout.say_line(line(out[key]))
+    if out.get("uncounted"):
+        printout.say_line(out["uncounted"])
     if plan.workload.rl:
         printout.say_line(plan.workload.summary(plan.knobs.role_run))
         _release_line(plan)

@@ -48,12 +48,13 @@ def test_the_tower_trains_in_full_beside_the_adapters_as_counted(name, precision
     assert {p.dtype for p in trained} == {torch.bfloat16, torch.float32}  # the tower's own dtype, the adapters'
 
 
-ROWS = [  # (model, precision, checkpointing); the rest of the measured rows (docstring) in the sweep tier
+ROWS = [  # (model, precision, checkpointing); the rest of the measured rows (docstring) in the sweep tier, for CI's
+    # room (the qwen2.5-vl-3b row with its optimizer-step peak took 16 s of a worker)
     pytest.param("gemma-3-4b", "bf16", "off", id="gemma-3-4b-amp-off"),
-    pytest.param("qwen2.5-vl-3b", "bf16", "full", id="qwen2.5-vl-3b-amp-full"),
     *(
         pytest.param(m, p, c, id=f"{m}-{p}-{c}", marks=pytest.mark.sweep)
         for m, p, c in [
+            ("qwen2.5-vl-3b", "bf16", "full"),
             ("qwen2.5-vl-3b", "bf16", "off"),
             ("gemma-3-4b", "bf16", "full"),
             ("qwen3-vl-8b", "bf16", "off"),
