@@ -71,8 +71,8 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
     "save_weights",
 )
 RUNS = {
-    "lora_dropout_kept": (False,),
-    "lora_tower_full": (False,),  # no disable_dropout key: TRL's default
+    "lora_dropout_kept": (False,),  # no disable_dropout key: TRL's default
+    "lora_tower_full": (False,),
     # transformers' optim values pass through (utils/schemas/training.py:122); optimizer: muon (v0.8.0+, PR #2367
     # ae6637415; v0.18.0 utils/schemas/enums.py:92) runs axolotl-contribs-mit's MuonOptimizerFactory, its DistMuon
     # where a device mesh is built (v0.18.0 core/builders/base.py:314-329): Framework.muon_vectors below

@@ -96,8 +96,8 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
-        "lora_dropout_kept": (False,),
-        "lora_tower_full": (False,),  # its DPO / KTO trainers zero dropout always (no key)
+        "lora_dropout_kept": (False,),  # its DPO / KTO trainers zero dropout always (no key)
+        "lora_tower_full": (False,),
         # last, first (a negative freeze_trainable_layers), LLaMA-Pro's interleaved blocks (use_llama_pro on a
         # checkpoint scripts/llama_pro.py expanded); no blocks inserted at load (ms-swift's --tuner_type llamapro)
         "trained_layout": ("last", "interleaved", "first"),

@@ -114,7 +114,7 @@ FRAMEWORK = Framework(
     name="swift",
     # gradient_checkpointing_enable, then enable_input_require_grads (v4.5.2 swift/trainers/mixin.py:939-941)
     input_grads=True,
-    device_map_load=True,
+    device_map_load=True,  # device_map cuda:rank at every line (boft_P stays on the CPU under transformers 4)
     # its RLHF trainers zero every dropout where TRL's config says so (v4.4.3 swift/rlhf_trainers/rlhf_mixin.py:31-34;
     # v2.6.1 swift/trainers/mixin.py:745-748), KTO's always (kto_trainer.py:32), PPO's through TRL's own __init__
     zeroes_dropout={
@@ -123,7 +123,7 @@ FRAMEWORK = Framework(
         "swift/trainers/rlhf_trainer/kto_trainer.py:54): " + TRL_DISABLE_DROPOUT,
         "gkd": TRL_ZEROES_DROPOUT["gkd"] + "; ms-swift 4.6 swift/rlhf_trainers/rlhf_mixin.py:31-34",
         "ppo": TRL_ZEROES_DROPOUT["ppo"] + " (ms-swift 4.6 swift/rlhf_trainers/ppo_trainer.py:64 calls it)",
-    },  # device_map cuda:rank at every line (boft_P stays on the CPU under transformers 4)
+    },
     image_knobs=("MAX_PIXELS", "MAX_NUM"),  # qwen_vl_utils' pixel cap; its InternVL template's tiles
     reads=("swift",),
     signs=(
@@ -182,11 +182,8 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
-        "lora_dropout_kept": (False,),
-        "lora_tower_full": (
-            False,
-            True,
-        ),  # --tuner_type lora_llm (4.x: releases.py LORA_LLM)  # its CLI takes no disable_dropout (TRL's config default)
+        "lora_dropout_kept": (False,),  # its CLI takes no disable_dropout (TRL's config default)
+        "lora_tower_full": (False, True),  # --tuner_type lora_llm, 4.x only (LORA_LLM_RULES)
         # --use_galore (swift/trainers/arguments.py:192-207; optimizers/galore/utils.py:189-214: GaLoreAdamW for
         # adamw_torch(_fused), GaLoreAdamW8bit for the 8-bit optims) and --optimizer muon (optimizers/muon.py:9-52,
         # Moonlight's Muon); no APOLLO

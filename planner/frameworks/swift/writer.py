@@ -211,9 +211,8 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
             out += [k("frozen_vision", "vision" in plan.frozen), k("frozen_projector", "projector" in plan.frozen)]
             out += [k("frozen_language", True)] if "language" in plan.frozen else []
         return out
-    if getattr(
-        plan, "lora_tower_full", False
-    ):  # lora_llm: the language model's linears, no dropout (reader_tuners.LORA_LLM)
+    tower_full = getattr(plan, "lora_tower_full", False)  # a test's plain namespace may lack the field
+    if tower_full:  # lora_llm: the language model's linears, no dropout (reader_tuners.LORA_LLM)
         return [(tuner, "lora_llm"), k("lora_rank", plan.lora_rank), k("lora_alpha", 2 * plan.lora_rank)]
     variant = plan.lora_variant if plan.lora_variant in TUNER_RANK else None
     if variant == "adapter":  # ms-swift's bottleneck adapter: its length alone (tuner.py:280-293)
