@@ -38,6 +38,7 @@ from planner.estimate.trained import (
     frozen_weight_bytes_per_param,
     largest_trainable_matrix_params,
     optimizer_state_bytes_per_param,
+    tower_full_tensors,
     trainable_params,
     trainable_tensor_sizes,
     trainable_weight_bytes_per_param,
@@ -92,11 +93,10 @@ def adafactor_state_elements(s: Setup) -> int:
         return per_layer * s.knobs.trained_layers // s.model.text.layers
     factored = lambda t: (sum(t.shape[:-1]) + t.shape[-1] if len(t.shape) >= 2 else t.shape[0]) * t.count
     if s.lora:
-        tower = ("vision", "projector") if s.knobs.lora_tower_full else ()  # --lora-tower-full: its own tensors
         return (
             sum((2 * r + t.shape[0] + t.shape[1]) * t.count for t in s.model.tensors if t.adapted(s.knobs.lora_targets))
             + lora.embedding_copy_params(s.model, s.knobs)
-            + sum(factored(t) for t in s.model.tensors if t.role in tower)
+            + sum(map(factored, tower_full_tensors(s)))  # --lora-tower-full: the towers' own tensors
         )
     return sum(factored(t) for t in s.model.tensors)
 
@@ -106,8 +106,7 @@ def adamw_8bit_state_bytes(s: Setup) -> int:
     under ADAMW_8BIT_MIN_SIZE elements."""
     per_big = optimizer_state_bytes_per_param("adamw-8bit", 4)
     states = lambda t: t.numel * (8 if t.numel // t.count < ADAMW_8BIT_MIN_SIZE else per_big)
-    if s.lora and s.knobs.lora_tower_full:  # the adapters as below, the tower's and projector's own tensors each
-        tower = [t for t in s.model.tensors if t.role in ("vision", "projector")]
+    if tower := tower_full_tensors(s):  # the adapters as below, the towers' and projectors' own tensors each
         return int((trainable_params(s) - sum(t.numel for t in tower)) * per_big + sum(map(states, tower)))
     if s.lora or freeze.freeze_tuned(s.knobs):
         return int(trainable_params(s) * per_big)

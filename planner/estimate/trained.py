@@ -51,11 +51,22 @@ def _trainable_params(s: Setup) -> int:
     return adapters + tower + lora.embedding_copy_params(s.model, k) + magnitudes
 
 
-def tower_full_params(s: Setup) -> int:
-    """--lora-tower-full (ms-swift's lora_llm): the tower's and projector's own parameters, trained in full beside the
+# the towers and projectors --lora-tower-full trains: the one builder's VisionSpec.tower_modules (an Omni's audio tower
+# beside its ViT) and projector_modules (recipe/model.py _train_tower), never an Omni's resident talker or vocoder
+TOWER_FULL_ROLES = ("vision", "audio", "projector")
+
+
+def tower_full_tensors(s: Setup) -> list:
+    """--lora-tower-full (ms-swift's lora_llm): the towers' and projectors' own tensors, trained in full beside the
     adapters (ms-swift 4.6 swift/tuner_plugin/lora_llm.py:78-80: get_peft_model on the language model's linears, then
-    requires_grad_(True) on model_arch.vision_tower and aligner); 0 otherwise."""
-    return s.model.frozen_params("vision+projector") if s.lora and s.knobs.lora_tower_full else 0
+    requires_grad_(True) on model_arch.vision_tower and aligner); none otherwise."""
+    if not (s.lora and s.knobs.lora_tower_full):
+        return []
+    return [t for t in s.model.tensors if t.role in TOWER_FULL_ROLES]
+
+
+def tower_full_params(s: Setup) -> int:
+    return sum(t.numel for t in tower_full_tensors(s))
 
 
 def base_dtype_trained_params(s: Setup) -> int:
@@ -84,9 +95,7 @@ def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
                 n = t.count * prod(t.shape[:-2]) * t.lora_rank_multiple(k.lora_targets)
                 out += [(r * t.shape[-1], n), (r * t.shape[-2], n)]
                 out += [(t.shape[-2], n)] if lora.dora(k) else []  # DoRA's magnitude vector
-        if k.lora_tower_full:  # the tower's and projector's own tensors
-            out += [(t.numel // t.count, t.count) for t in s.model.tensors if t.role in ("vision", "projector")]
-        return out
+        return out + [(t.numel // t.count, t.count) for t in tower_full_tensors(s)]
     if freeze.freeze_tuned(k):
         return freeze.trained_tensor_sizes(s.model, k.trained_layers)
     frozen = frozen_roles(frozen_modules(s))
@@ -113,9 +122,7 @@ def _largest_trainable_matrix_params(s: Setup) -> int:
         )
         if peft_tuners.vera(s.knobs):  # lambda_b, d_out elements
             adapters = max((n for n, _ in peft_tuners.tensor_sizes(s.model, s.knobs)), default=0)
-        if s.knobs.lora_tower_full:  # the tower's and projector's own matrices
-            roles = ("vision", "projector")
-            adapters = max(adapters, *(prod(t.shape) for t in s.model.tensors if t.role in roles and len(t.shape) == 2))
+        adapters = max([adapters, *(prod(t.shape) for t in tower_full_tensors(s) if len(t.shape) == 2)])
         return max(adapters, s.model.text.vocab * s.model.text.hidden if s.knobs.lora_train_embeddings else 0)
     if freeze.freeze_tuned(s.knobs):
         return freeze.largest_trained_matrix_params(s.model)

@@ -22,6 +22,7 @@ from recipe.model import build_model
 
 SIM_TOLERANCE = 0.01
 FAMILIES = ["qwen2.5-vl-3b", "gemma-3-4b", "internvl2.5-8b", "llava-1.5-7b", "qwen3-vl-8b", "smolvlm-instruct"]
+OMNI = "qwen2.5-omni-3b"  # an audio tower beside the ViT, trained with it (its VisionSpec.tower_modules)
 
 
 def _two_layers(name: str) -> dict:
@@ -32,7 +33,7 @@ def _two_layers(name: str) -> dict:
 
 
 @pytest.mark.parametrize("precision", ["bf16", pytest.param("bf16-pure", marks=pytest.mark.sweep)])
-@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("name", [*FAMILIES, pytest.param(OMNI, marks=pytest.mark.sweep)])
 def test_the_tower_trains_in_full_beside_the_adapters_as_counted(name, precision):
     """Every tower and projector parameter takes a gradient beside the adapters, the rest is frozen, and the model
     holds the bytes params_bytes counts: the tower in half precision, the adapters in fp32."""
@@ -94,3 +95,17 @@ def test_lora_tower_full_needs_a_tower_and_plain_lora():
         advise.check(advise.parse(advise.CheckRequest, {**base, "lora_vision": True}))
     with pytest.raises(BadInput, match="needs LoRA adapters"):
         advise.check(advise.parse(advise.CheckRequest, {**base, "lora_rank": 0}))
+
+
+def test_an_omnis_resident_talker_stays_frozen():
+    """The towers trained are the ViT and the audio tower with their projectors (trained.TOWER_FULL_ROLES), the same
+    with Qwen2.5-Omni's talker and vocoder resident beside the thinker (never trained: RESIDENT_ROLES)."""
+    from planner.estimate.trained import tower_full_params
+
+    knobs = Knobs(precision="bf16", lora_rank=8, lora_tower_full=True)
+    thinker, whole = (
+        Setup(catalog.load_model(n), knobs, 1, 1, 64, image_tokens=16) for n in (OMNI, f"{OMNI}-with-talker")
+    )
+    assert tower_full_params(thinker) == thinker.model.frozen_params("vision+projector")  # ViT, audio, projectors
+    assert tower_full_params(whole) == tower_full_params(thinker) < whole.model.frozen_params("vision+projector")
+    assert trainable_params(whole) == trainable_params(thinker)
