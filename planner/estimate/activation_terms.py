@@ -22,6 +22,7 @@ from planner.estimate import (
     peft_tuners,
     quant,
     recipe_terms,
+    tower_lora,
     vision,
 )
 from planner.estimate.quant_modules import dense_names
@@ -131,7 +132,12 @@ def _activations_bytes(s: Setup) -> int:
         trained = tower_is_trained(s)
         eager = s.knobs.attention == "eager"
         vp = tower_profile(s, p, ckpt)
-        total += vision.vision_activations_bytes(v, s.image_rows, s.tower_image_tokens, vp, ckpt, trained, eager)
+        if ckpt == "off" and tower_lora.examined(s.knobs) and s.tower_image_tokens:  # LoRA on the frozen tower
+            total += lora_tower_bytes(s) + (
+                vision.eager_attention_bytes(v, s.image_rows, s.tower_image_tokens, p) if eager else 0
+            )
+        else:
+            total += vision.vision_activations_bytes(v, s.image_rows, s.tower_image_tokens, vp, ckpt, trained, eager)
         if not off_by_knobs(s) and frozen_tower_in_graph(s):  # a frozen tower records a graph all the same
             total += frozen_tower_hooked_bytes(s)
         if trained and ckpt == "off" and nograd.masked_tower(s):  # each block's N x N softmax stays for its backward
@@ -143,24 +149,34 @@ def _activations_bytes(s: Setup) -> int:
     return total
 
 
+def lora_tower_bytes(s: Setup) -> int:
+    """What --lora-vision's tower and projector save without a checkpoint (planner.estimate.tower_lora)."""
+    patches = tower_patches(s)
+    image_tokens = patches // s.model.vision.patches_per_token
+    return tower_lora.tower_saved_bytes(s.model, s.knobs, patches, image_tokens, lora.dropout_runs(s.knobs))
+
+
 def tower_unchecked(k: Knobs, v) -> bool:
     """The tower's blocks run without a checkpoint: none at all, ms-swift's --vit_gradient_checkpointing false, or a
     tower that never checkpoints (VisionSpec.checkpointed)."""
     return k.checkpointing == "off" or k.vit_checkpointing == "off" or not v.checkpointed
 
 
-# measured, analytic peak / sim - 1 of --lora-vision without the tower checkpointed (4 decoder layers, the tower whole,
-# micro 1 x 1,024 tokens, 256 image tokens, rank 8, 2026-12-07): bf16 AMP / bf16-pure qwen2.5-vl-3b +0.73% / -6.3%,
-# internvl2.5-8b -2.6% / -6.8%, gemma-3-4b -9.6% / -20%; checkpointed, within 0.8% (the same four rows)
+# --lora-vision's tower not checkpointed is traced at zero 0 under AMP and bf16-pure (planner.estimate.tower_lora:
+# before it, planned as a trained tower's, analytic peak / sim - 1 was -9.6% / -20% on gemma-3-4b, AMP / bf16-pure);
+# elsewhere its adapters' tensors are planned as a fully trained tower's, not traced
 UNCOUNTED_TOWER_ADAPTERS = (
-    "--lora-vision with the tower not checkpointed: the tower's adapters' own copies of their inputs are not planned "
-    "(the sim measured up to 20% more on gemma-3-4b, 6.8% on internvl2.5-8b); with checkpointing the plan is within 1%"
+    "--lora-vision with the tower not checkpointed in fp32, under ZeRO or FSDP, or with another LoRA variant: the "
+    "tower's adapters' saved tensors are planned as a fully trained tower's, not traced (at zero 0 under AMP and "
+    "bf16-pure they are, within 1% of the sim)"
 )
 
 
 def tower_adapters_uncounted(k: Knobs, v, images: int) -> str:
     """The line saying what a plan with LoRA on an unchecked tower leaves out (UNCOUNTED_TOWER_ADAPTERS), or ""."""
-    return UNCOUNTED_TOWER_ADAPTERS if k.lora_rank and k.lora_vision and v and images and tower_unchecked(k, v) else ""
+    if not (k.lora_rank and k.lora_vision and v and images and tower_unchecked(k, v)) or tower_lora.examined(k):
+        return ""
+    return UNCOUNTED_TOWER_ADAPTERS
 
 
 def tower_profile(s: Setup, profile: str, ckpt: str) -> str:
