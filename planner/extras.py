@@ -11,7 +11,17 @@ import importlib.util
 from planner.errors import BadInput
 
 BNB_QUANT = ("nf4", "fp4", "int8")  # a bitsandbytes base (gptq / awq: stand-ins, planner.estimate.quant)
-BNB_OPTIMIZERS = ("adamw-8bit", "paged-adamw", "paged-adamw-8bit")
+BNB_OPTIMIZERS = (
+    "adamw-8bit",
+    "paged-adamw",
+    "paged-adamw-8bit",
+    "lion",
+    "lion-8bit",
+    "paged-lion",
+    "paged-lion-8bit",
+    "rmsprop-bnb",
+    "rmsprop-bnb-8bit",
+)
 
 
 def steps(lora: bool = False, rl: bool = False, deepspeed: bool = False, bnb: bool = False) -> dict[str, str]:

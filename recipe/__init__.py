@@ -132,11 +132,16 @@ def make_optimizer(params: list, optimizer: str, lr: float = 1e-5) -> torch.opti
         from transformers.optimization import Adafactor
 
         return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False)
+    if optimizer == "rmsprop":  # transformers' optim rmsprop (trainer_optimizer.py:339-349)
+        return torch.optim.RMSprop(params, lr=lr, foreach=True)
+    if optimizer == "adagrad":  # transformers' optim adagrad (trainer_optimizer.py:329-336)
+        return torch.optim.Adagrad(params, lr=lr, foreach=True)
     return _bitsandbytes_optimizer(params, optimizer, lr)
 
 
 def _bitsandbytes_optimizer(params: list, optimizer: str, lr: float) -> torch.optim.Optimizer:
-    """8-bit and paged AdamW (bitsandbytes; paged ones page their states through CUDA unified memory)."""
+    """8-bit and paged AdamW, Lion and RMSprop (bitsandbytes; paged ones page their states through CUDA unified
+    memory), as transformers' optim names build them (trainer_optimizer.py:246-293)."""
     try:
         import bitsandbytes as bnb
     except ImportError:
@@ -147,6 +152,12 @@ def _bitsandbytes_optimizer(params: list, optimizer: str, lr: float) -> torch.op
         "adamw-8bit": bnb.optim.AdamW8bit,
         "paged-adamw": bnb.optim.PagedAdamW32bit,
         "paged-adamw-8bit": bnb.optim.PagedAdamW8bit,
+        "lion": bnb.optim.Lion32bit,
+        "lion-8bit": bnb.optim.Lion8bit,
+        "paged-lion": bnb.optim.PagedLion32bit,
+        "paged-lion-8bit": bnb.optim.PagedLion8bit,
+        "rmsprop-bnb": bnb.optim.RMSprop32bit,
+        "rmsprop-bnb-8bit": bnb.optim.RMSprop8bit,
     }[optimizer]
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 

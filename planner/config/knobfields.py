@@ -59,7 +59,27 @@ Optimizer = Literal[
     "muon",
     "adamw-torchao-4bit",
     "adamw-torchao-8bit",
+    "lion",
+    "lion-8bit",
+    "paged-lion",
+    "paged-lion-8bit",
+    "rmsprop",
+    "rmsprop-bnb",
+    "rmsprop-bnb-8bit",
+    "adagrad",
 ]
+# one state a parameter (planner.estimate.state_terms.one_state_bytes): bitsandbytes' Lion and RMSprop (32-bit states
+# fp32 whatever the parameters, 8-bit ones blockwise), torch's RMSprop and Adagrad (in the parameters' dtype)
+ONE_STATE_OPTIMIZERS = (
+    "lion",
+    "lion-8bit",
+    "paged-lion",
+    "paged-lion-8bit",
+    "rmsprop",
+    "rmsprop-bnb",
+    "rmsprop-bnb-8bit",
+    "adagrad",
+)
 LOW_RANK_OPTIMIZERS = ("galore-adamw", "galore-adamw-8bit", "apollo-adamw")
 # GaLore's proj_type (galore-torch 1.0 galore_projector.py:12-42): the side each target's gradient is projected on (std:
 # the shorter one, reverse-std the longer, right, left, or full: both); planner.estimate.matrix_optim.projection_sides
@@ -161,7 +181,9 @@ class KnobFields(BaseModel):
         description=(
             "adamw (torch foreach), adamw-fused, sgd, adafactor, adamw-8bit, paged-adamw, paged-adamw-8bit, galore-adamw, "
             "galore-adamw-8bit, apollo-adamw (low-rank projected states of the optimizer_targets linears), muon, or "
-            "adamw-torchao-4bit / adamw-torchao-8bit (transformers' adamw_torch_4bit / adamw_torch_8bit)"
+            "adamw-torchao-4bit / adamw-torchao-8bit (transformers' adamw_torch_4bit / adamw_torch_8bit), lion, lion-8bit, "
+            "paged-lion, paged-lion-8bit, rmsprop-bnb, rmsprop-bnb-8bit (bitsandbytes' one-state optimizers), rmsprop or "
+            "adagrad (torch's)"
         ),
     )
     # transformers' optim_args rank= (128 by default: trainer_optimizer.py:370), LLaMA-Factory's galore_rank (16)

@@ -101,11 +101,18 @@ def adafactor_state_elements(s: Setup) -> int:
     return sum(factored(t) for t in s.model.tensors)
 
 
-def adamw_8bit_state_bytes(s: Setup) -> int:
-    """bitsandbytes 8-bit AdamW: 1-byte moments plus absmax per block; 32-bit states for tensors
-    under ADAMW_8BIT_MIN_SIZE elements."""
-    per_big = optimizer_state_bytes_per_param("adamw-8bit", 4)
-    states = lambda t: t.numel * (8 if t.numel // t.count < ADAMW_8BIT_MIN_SIZE else per_big)
+BNB_8BIT = ("adamw-8bit", "paged-adamw-8bit", "lion-8bit", "paged-lion-8bit", "rmsprop-bnb-8bit")
+BNB_32BIT = ("paged-adamw", "lion", "paged-lion", "rmsprop-bnb")  # fp32 states whatever the parameters
+
+
+def adamw_8bit_state_bytes(s: Setup, optimizer: str = "adamw-8bit") -> int:
+    """bitsandbytes' 8-bit optimizers (AdamW two states, Lion and RMSprop one): 1-byte states plus an fp32 absmax a
+    block of 256; fp32 states for tensors under ADAMW_8BIT_MIN_SIZE elements (bitsandbytes 0.50.2 optim/optimizer.py
+    :495-503 init_state of Optimizer2State, :704-712 of Optimizer1State). The per-tensor 256-entry qmaps (1 KiB a
+    state) are left out."""
+    per_big = optimizer_state_bytes_per_param(optimizer, 4)
+    small = 4 * (2 if "adamw" in optimizer else 1)
+    states = lambda t: t.numel * (small if t.numel // t.count < ADAMW_8BIT_MIN_SIZE else per_big)
     if tower := tower_full_tensors(s):  # the adapters as below, the towers' and projectors' own tensors each
         return int((trainable_params(s) - sum(t.numel for t in tower)) * per_big + sum(map(states, tower)))
     if s.lora or freeze.freeze_tuned(s.knobs):
@@ -124,12 +131,12 @@ def optimizer_bytes(s: Setup) -> int:
             whole = adafactor_state_elements(s) * sb
         elif k.optimizer in MATRIX_OPTIMIZERS:
             whole = matrix_optimizer_bytes(s, sb)
-        elif k.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
-            whole = adamw_8bit_state_bytes(s)
+        elif k.optimizer in BNB_8BIT:
+            whole = adamw_8bit_state_bytes(s, k.optimizer)
         elif k.optimizer in TORCHAO_OPTIMIZERS:
             whole = torchao_low_bit_state_bytes(k.optimizer, trainable_tensor_sizes(s), sb)
-        elif k.optimizer == "paged-adamw":  # bitsandbytes' 32-bit states are fp32 whatever the parameters
-            whole = 8 * T
+        elif k.optimizer in BNB_32BIT:  # bitsandbytes' 32-bit states are fp32 whatever the parameters
+            whole = int(optimizer_state_bytes_per_param(k.optimizer, 4)) * T
         else:
             whole = int(T * optimizer_state_bytes_per_param(k.optimizer, sb))
             whole -= base_dtype_overcount_bytes(s, int(optimizer_state_bytes_per_param(k.optimizer, sb)))
@@ -149,7 +156,7 @@ def paged_optimizer_bytes(s: Setup) -> int:
     k = s.knobs
     if not k.optimizer.startswith("paged") or k.zero_stage or k.fsdp != "off":
         return 0
-    per = 8 if k.optimizer == "paged-adamw" else optimizer_state_bytes_per_param("adamw-8bit", 4)
+    per = optimizer_state_bytes_per_param(k.optimizer, 4)  # fp32 states, or 8-bit ones (these are all large)
     return int(sum(n * c * per for n, c in trainable_tensor_sizes(s) if n >= PAGED_MIN_ELEMENTS))
 
 
@@ -222,6 +229,14 @@ def _gathered_params_bytes(s: Setup) -> int:
     return fsdp.unsharded_params_bytes(s) if s.knobs.fsdp != "off" else zero.zero3_live_params_bytes(s)
 
 
+# full-size temporaries of torch's foreach steps, in the parameters' dtype, a trained parameter each: AdamW's
+# exp_avg_sq.sqrt(), RMSprop's square_avg.sqrt() (torch 2.13 optim/rmsprop.py _multi_tensor_rmsprop), Adagrad's
+# sqrt of its sum and the grads times -lr (optim/adagrad.py _multi_tensor_adagrad). Measured with the live-bytes
+# tracker around a second step of a 2-layer Llama on the CPU, fp32 and bf16 (tests/probes/test_one_state_optim.py):
+# exactly these, rounded to 512-byte blocks
+FOREACH_TEMPS = {"adamw": 1, "rmsprop": 1, "adagrad": 2}
+
+
 def optimizer_step_temp_bytes(s: Setup) -> int:
     """Temporaries of the optimizer step: torch foreach AdamW one full-size tensor (sqrt of the
     second moment); Adafactor per tensor (about three of the largest); ZeRO the flat and fp32 copies of the
@@ -232,12 +247,13 @@ def optimizer_step_temp_bytes(s: Setup) -> int:
     sb = trainable_weight_bytes_per_param(k)
     if k.optimizer in MATRIX_OPTIMIZERS:  # one tensor at a time, in the step or (layer-wise) inside backward
         return matrix_step_temp_bytes(s, sb)
+    n = FOREACH_TEMPS.get(k.optimizer, 0)
     if k.optimizer_in_backward:  # one parameter's step at a time, inside backward
-        return largest_trainable_matrix_params(s) * sb if k.optimizer == "adamw" else 0
+        return n * largest_trainable_matrix_params(s) * sb
     if k.fsdp != "off":  # the step runs on the shards (on the host with offload)
-        return 0 if k.offload != "none" or k.optimizer != "adamw" else fsdp.sharded(s, T * sb)
-    if k.optimizer == "adamw":  # in each parameter's dtype: the base-dtype ones' (embedding copies, a full tower) half
-        return T * sb - base_dtype_overcount_bytes(s, sb)
+        return 0 if k.offload != "none" else n * fsdp.sharded(s, T * sb)
+    if n:  # in each parameter's dtype: the base-dtype ones' (embedding copies, a full tower) half
+        return n * (T * sb - base_dtype_overcount_bytes(s, sb))
     if k.optimizer == "adafactor":
         return 3 * 4 * largest_trainable_matrix_params(s)
     return 0

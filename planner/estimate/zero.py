@@ -251,8 +251,9 @@ def client_step_temp_bytes_per_element(optimizer: str) -> int:
     (adamw_torch_fused) and SGD none. Measured in a real ZeRO-2 step of DeepSpeed 0.19.8 on 2 CPU ranks (torch 2.13,
     the live-bytes tracker, tests/probes/test_zero.py::test_zero2_steps_a_client_torch_adamw_on_the_fp32_partition):
     foreach 8 bytes an element beside the states (fp32 gradient + sqrt), fused 6 (the copies), within 0.1%.
-    Adafactor and the 8-bit optimizers on a flat partition are not modelled here (0)."""
-    return 4 if optimizer == "adamw" else 0
+    Adafactor and the 8-bit optimizers on a flat partition are not modelled here (0). torch's RMSprop and Adagrad
+    allocate their foreach temporaries alike (state_terms.FOREACH_TEMPS: one and two)."""
+    return 4 * {"adamw": 1, "rmsprop": 1, "adagrad": 2}.get(optimizer, 0)
 
 
 def fp32_grad_accum(s: Setup) -> bool:

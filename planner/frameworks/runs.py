@@ -35,6 +35,18 @@ TRANSFORMERS_LOW_RANK = ("galore-adamw", "galore-adamw-8bit", "apollo-adamw")
 # transformers' optim adamw_torch_4bit (since 4.45.0) and adamw_torch_8bit (since 4.49.0): torchao's AdamW4bit and
 # AdamW8bit (planner.estimate.torchao_optim), which its Trainer and every framework passing its optim names run
 TRANSFORMERS_TORCHAO = ("adamw-torchao-4bit", "adamw-torchao-8bit")
+# transformers' optim lion_32bit, lion_8bit, their paged_ ones, rmsprop_bnb(_8bit) and torch's rmsprop and adagrad
+# (trainer_optimizer.py:246-349), which its Trainer and every framework passing its optim names run
+TRANSFORMERS_ONE_STATE = (
+    "lion",
+    "lion-8bit",
+    "paged-lion",
+    "paged-lion-8bit",
+    "rmsprop",
+    "rmsprop-bnb",
+    "rmsprop-bnb-8bit",
+    "adagrad",
+)
 PARALLEL = ("expert_parallel", "tensor_parallel", "sequence_parallel", "context_parallel", "device_map")
 
 

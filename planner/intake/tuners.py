@@ -117,6 +117,32 @@ def optim_args(value: object) -> dict[str, str]:
     return {k: v for k, v in pairs}
 
 
+def rmsprop_buffers(c: Collector, optimizer: object, parsed: dict, source: str) -> None:
+    """torch's RMSprop (transformers' optim rmsprop) with optim_args momentum or centered (trainer_optimizer.py
+    :339-349) keeps a momentum buffer or a gradient average beside square_avg (torch 2.13 optim/rmsprop.py:126-131):
+    a parameter-sized state each, not planned (one state is)."""
+    if str(optimizer).strip().lower() != "rmsprop":
+        return
+    extra = [
+        n
+        for n, on in (("momentum", _positive(parsed.get("momentum"))), ("centered", _true(parsed.get("centered"))))
+        if on
+    ]
+    if extra:
+        c.note(f"{source} (RMSprop's {' and '.join(extra)} buffers, a parameter-sized state each: not planned)")
+
+
+def _positive(value: object) -> bool:
+    try:
+        return float(str(value)) > 0
+    except ValueError:
+        return False
+
+
+def _true(value: object) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes")
+
+
 def apollo_projector(source: str, optimizer: str, proj: object) -> None:
     """APOLLO's projector: its random one is planned (the default of transformers 5.25 trainer_optimizer.py:398 and
     LLaMA-Factory 0.9.5 finetuning_args.py:330-333); proj svd (apollo-torch 1.0.3 apollo.py:94-100: GaLore's SVD

@@ -36,6 +36,18 @@ OPTIMIZERS = {
     # torchao's AdamW4bit / AdamW8bit (5.25 trainer_optimizer.py:450-476; training_args.py:124-125 OptimizerNames)
     "adamw_torch_4bit": "adamw-torchao-4bit",
     "adamw_torch_8bit": "adamw-torchao-8bit",  # LLaMA-Factory's use_muon, ms-swift's --optimizer muon
+    # bitsandbytes' Lion and RMSprop (5.25 trainer_optimizer.py:246-293: optim_bits 8 where the name says 8bit, paged
+    # where it says paged; RMSprop is never paged) and torch's RMSprop and Adagrad (:329-349); every line memplan
+    # models has them (OptimizerNames at transformers 4.38.2, the oldest in tools/fwenv_old.sh, and every later one)
+    "lion_32bit": "lion",
+    "lion_8bit": "lion-8bit",
+    "paged_lion_32bit": "paged-lion",
+    "paged_lion_8bit": "paged-lion-8bit",
+    "rmsprop": "rmsprop",
+    "rmsprop_bnb": "rmsprop-bnb",
+    "rmsprop_bnb_32bit": "rmsprop-bnb",
+    "rmsprop_bnb_8bit": "rmsprop-bnb-8bit",
+    "adagrad": "adagrad",
 }
 ATTENTION = {
     "flash_attention_2": "flash",

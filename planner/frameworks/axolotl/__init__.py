@@ -13,7 +13,12 @@ from planner.frameworks.axolotl.releases import EXPANDABLE, NEWEST_TRANSFORMERS,
 from planner.frameworks.axolotl.releases import RELEASES as LINES
 from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
 from planner.frameworks.rules import stacked_experts_prequant, thinker_alone, torchao_line_rules
-from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK, TRANSFORMERS_TORCHAO
+from planner.frameworks.runs import (
+    TORCH_OPTIMIZERS,
+    TRANSFORMERS_LOW_RANK,
+    TRANSFORMERS_ONE_STATE,
+    TRANSFORMERS_TORCHAO,
+)
 from planner.frameworks.tool import Signs, Tool
 from planner.frameworks.trl.releases import TRL_ZEROES_DROPOUT
 
@@ -76,7 +81,7 @@ RUNS = {
     # transformers' optim values pass through (utils/schemas/training.py:122); optimizer: muon (v0.8.0+, PR #2367
     # ae6637415; v0.18.0 utils/schemas/enums.py:92) runs axolotl-contribs-mit's MuonOptimizerFactory, its DistMuon
     # where a device mesh is built (v0.18.0 core/builders/base.py:314-329): Framework.muon_vectors below
-    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, "muon", *TRANSFORMERS_TORCHAO),
+    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, "muon", *TRANSFORMERS_TORCHAO, *TRANSFORMERS_ONE_STATE),
     "device_map": ("off",),  # one process a GPU
     "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
     # reward_model: true (from v0.5.0) is TRL's RewardTrainer, a one-label score head over chosen and rejected rows
@@ -111,7 +116,9 @@ RUNS = {
 # sequence_parallel_degree (v0.8.0 config.py:255, ring-flash-attn); before v0.7.0 no rl grpo (v0.7.0
 # core/trainer_builder.py:1014); v0.4.0 no "unsloth" checkpointing (v0.5.0 utils/models.py:380-381) and no Liger
 NO_TP, NO_CP = {"tensor_parallel": ("off",)}, {"context_parallel": ("off",)}
-NO_MUON = {"optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, *TRANSFORMERS_TORCHAO)}  # v0.7.1: no muon
+NO_MUON = {
+    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, *TRANSFORMERS_TORCHAO, *TRANSFORMERS_ONE_STATE)
+}  # v0.7.1: no muon
 INPUTS_ONLY = {"checkpointing": ("off", "full", "offload-inputs")}  # no offload without a checkpoint before v0.18.0
 OLDER = {"0.12": INPUTS_ONLY, "0.8": {**NO_TP, **INPUTS_ONLY}, "0.7": {**NO_TP, **NO_CP, **NO_MUON, **INPUTS_ONLY}}
 OLDER["0.5"] = {**OLDER["0.7"], "workload": ("sft", "dpo", "kto")}  # KTOTrainer from v0.5.0 (trainer_builder.py:1919)

@@ -82,6 +82,7 @@ def training(c: Collector, f: dict[str, Flag], first: tuple = (0, 14)) -> None:
     parsed = (args.value if isinstance(args.value, dict) else tuners.optim_args(args.value)) if args else {}
     rank = parsed.get("rank")
     if args:
+        tuners.rmsprop_buffers(c, opt, parsed, args.source)
         tuners.apollo_projector(args.source, opt, parsed.get("proj"))  # transformers' optim_args proj=
         if "proj_type" in parsed:  # transformers' optim_args proj_type= (trainer_optimizer.py:373, 402)
             tuners.low_rank_projection(c, parsed["proj_type"], args.source, "optim_args")

@@ -8,7 +8,12 @@ from 4.54 (training_args.py:1286-1291 at 4.54.0); 5.24 renamed gradient_checkpoi
 
 from planner.frameworks.base import Default, Framework, Release, Rule, autotp_rule, transformers_5_quant
 from planner.frameworks.rules import stacked_experts_prequant
-from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK, TRANSFORMERS_TORCHAO
+from planner.frameworks.runs import (
+    TORCH_OPTIMIZERS,
+    TRANSFORMERS_LOW_RANK,
+    TRANSFORMERS_ONE_STATE,
+    TRANSFORMERS_TORCHAO,
+)
 from planner.frameworks.tool import Signs
 
 TF = "transformers 5.23.0 training_args.py"
@@ -31,7 +36,7 @@ HF_RUNS = {
     # optim galore_adamw_layerwise, galore_adamw_8bit_layerwise, apollo_adamw_layerwise (trainer_optimizer.py:164-184)
     "optimizer_in_backward": (False, True),
     # no muon among transformers 5.25's OptimizerNames (training_args.py:144-157 GaLore's and APOLLO's)
-    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, *TRANSFORMERS_TORCHAO),
+    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, *TRANSFORMERS_TORCHAO, *TRANSFORMERS_ONE_STATE),
     # transformers' own FSDP2 with DistributedConfig(fsdp_size, ep_size) in the user's script (transformers 5.25
     # distributed/configuration_utils.py:64-79: ep_size divides fsdp_size x tp_size, all-to-all dispatch)
     "expert_parallel": ("off", "on"),

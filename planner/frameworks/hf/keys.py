@@ -24,6 +24,14 @@ HF_OPTIM = {  # memplan's optimizer -> TrainingArguments.optim (transformers' Op
     "apollo-adamw": "apollo_adamw",
     "adamw-torchao-4bit": "adamw_torch_4bit",  # 5.25 training_args.py:124-125
     "adamw-torchao-8bit": "adamw_torch_8bit",
+    "lion": "lion_32bit",  # 5.25 training_args.py:132-143
+    "lion-8bit": "lion_8bit",
+    "paged-lion": "paged_lion_32bit",
+    "paged-lion-8bit": "paged_lion_8bit",
+    "rmsprop": "rmsprop",
+    "rmsprop-bnb": "rmsprop_bnb",
+    "rmsprop-bnb-8bit": "rmsprop_bnb_8bit",
+    "adagrad": "adagrad",
 }
 HF_FSDP = {"full": "full_shard auto_wrap", "grad-op": "shard_grad_op auto_wrap", "hybrid": "hybrid_shard auto_wrap"}
 HF_ATTENTION = {"flash": "flash_attention_2", "eager": "eager"}

@@ -239,6 +239,7 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
     args, mods = flags.get("optim_args"), flags.get("optim_target_modules")
     rank = tuners.optim_args(args.value).get("rank") if args and known(args.value) else None
     if args and known(args.value):  # optim_args proj= and proj_type= (trainer_optimizer.py:373, 398, 402)
+        tuners.rmsprop_buffers(c, name, tuners.optim_args(args.value), args.source)
         tuners.apollo_projector(args.source, name, tuners.optim_args(args.value).get("proj"))
         if "proj_type" in tuners.optim_args(args.value):
             tuners.low_rank_projection(c, tuners.optim_args(args.value)["proj_type"], args.source, args.raw)

@@ -9,7 +9,12 @@ from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.releases import RELEASES, RULES, SPANS, TRAIN_BASH, TRAIN_PY
 from planner.frameworks.llamafactory.signs import SIGNS
 from planner.frameworks.rl import RoleEngine
-from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK, TRANSFORMERS_TORCHAO
+from planner.frameworks.runs import (
+    TORCH_OPTIMIZERS,
+    TRANSFORMERS_LOW_RANK,
+    TRANSFORMERS_ONE_STATE,
+    TRANSFORMERS_TORCHAO,
+)
 from planner.frameworks.tool import Tool
 from planner.frameworks.trl.releases import TRL_DISABLE_DROPOUT
 
@@ -103,7 +108,13 @@ FRAMEWORK = Framework(
         "trained_layout": ("last", "interleaved", "first"),
         # use_galore, use_apollo and use_muon (hparams/finetuning_args.py:263-350, 503-506; train/trainer_utils.py:
         # 200-370, 498-524)
-        "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, "muon", *TRANSFORMERS_TORCHAO),
+        "optimizer": (
+            *TORCH_OPTIMIZERS,
+            *TRANSFORMERS_LOW_RANK,
+            "muon",
+            *TRANSFORMERS_TORCHAO,
+            *TRANSFORMERS_ONE_STATE,
+        ),
         "device_map": ("off",),  # one process a GPU
         # finetuning_type oft from v0.9.4 (rules refuse it before); no adalora or vera at 0.6.3 .. 0.9.5
         # (finetuning_args.py:464)

@@ -17,7 +17,7 @@ from planner.frameworks.base import (
 )
 from planner.frameworks.rl import RoleEngine
 from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant, torchao_line_rules
-from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_TORCHAO
+from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_ONE_STATE, TRANSFORMERS_TORCHAO
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.releases import HALF_LOSS, KTO_NO_SP, RELEASES
 from planner.frameworks.tool import Signs, Tool
@@ -187,7 +187,14 @@ FRAMEWORK = Framework(
         # --use_galore (swift/trainers/arguments.py:192-207; optimizers/galore/utils.py:189-214: GaLoreAdamW for
         # adamw_torch(_fused), GaLoreAdamW8bit for the 8-bit optims) and --optimizer muon (optimizers/muon.py:9-52,
         # Moonlight's Muon); no APOLLO
-        "optimizer": (*TORCH_OPTIMIZERS, "galore-adamw", "galore-adamw-8bit", "muon", *TRANSFORMERS_TORCHAO),
+        "optimizer": (
+            *TORCH_OPTIMIZERS,
+            "galore-adamw",
+            "galore-adamw-8bit",
+            "muon",
+            *TRANSFORMERS_TORCHAO,
+            *TRANSFORMERS_ONE_STATE,
+        ),
         # several visible GPUs to a process are its device_map (reader._device_map), never nn.DataParallel
         "dataparallel": (False,),
         # LoRA and use_dora, AdaLoRA, VeRA, BOFT and its bottleneck adapter; no OFT (ms-swift 4.6
