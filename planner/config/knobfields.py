@@ -67,6 +67,7 @@ Optimizer = Literal[
     "rmsprop-bnb",
     "rmsprop-bnb-8bit",
     "adagrad",
+    "adopt",
 ]
 # one state a parameter (planner.estimate.state_terms.one_state_bytes): bitsandbytes' Lion and RMSprop (32-bit states
 # fp32 whatever the parameters, 8-bit ones blockwise), torch's RMSprop and Adagrad (in the parameters' dtype)
@@ -134,8 +135,10 @@ MAX_EXPERT_PARALLEL = 1024
 MAX_EVAL_BATCH = 4096
 MAX_EVAL_LOGITS_STEPS = 100_000
 LORA_TARGETS_PATTERN = r"^[A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*$"
-# suggest's default checkpointing choices: every mode (each needs no extra package); every-N at N = 2 and 4
-SUGGEST_CHECKPOINTING = ("off", "selective-op", "every-4", "every-2", "full", "offload")
+# suggest's default checkpointing choices: every mode (each needs no extra package); every-N at N = 2 and 4; both
+# offloads, as each framework runs one or the other (LLaMA-Factory's use_unsloth_gc and torchtune's offloaded
+# checkpoints are offload-inputs, and those frameworks run no other: without it their suggest had no offload at all)
+SUGGEST_CHECKPOINTING = ("off", "selective-op", "every-4", "every-2", "full", "offload", "offload-inputs")
 # the frameworks whose RL runs are planned by roles (planner.estimate.roles): those whose adapter declares a RoleEngine
 ROLE_FRAMEWORKS = tuple(n for n, f in FRAMEWORKS.items() if f.role_engine is not None)
 # those whose GRPO is planned by roles too (the others' GRPO is TRL's: planner.estimate.rl)
@@ -183,7 +186,7 @@ class KnobFields(BaseModel):
             "galore-adamw-8bit, apollo-adamw (low-rank projected states of the optimizer_targets linears), muon, or "
             "adamw-torchao-4bit / adamw-torchao-8bit (transformers' adamw_torch_4bit / adamw_torch_8bit), lion, lion-8bit, "
             "paged-lion, paged-lion-8bit, rmsprop-bnb, rmsprop-bnb-8bit (bitsandbytes' one-state optimizers), rmsprop or "
-            "adagrad (torch's)"
+            "adagrad (torch's), adopt (axolotl's ADOPT: AdamW's two states, two foreach temporaries)"
         ),
     )
     # transformers' optim_args rank= (128 by default: trainer_optimizer.py:370), LLaMA-Factory's galore_rank (16)

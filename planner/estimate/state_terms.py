@@ -233,8 +233,10 @@ def _gathered_params_bytes(s: Setup) -> int:
 # exp_avg_sq.sqrt(), RMSprop's square_avg.sqrt() (torch 2.13 optim/rmsprop.py _multi_tensor_rmsprop), Adagrad's
 # sqrt of its sum and the grads times -lr (optim/adagrad.py _multi_tensor_adagrad). Measured with the live-bytes
 # tracker around a second step of a 2-layer Llama on the CPU, fp32 and bf16 (tests/probes/test_one_state_optim.py):
-# exactly these, rounded to 512-byte blocks
-FOREACH_TEMPS = {"adamw": 1, "rmsprop": 1, "adagrad": 2}
+# exactly these, rounded to 512-byte blocks; axolotl's ADOPT (foreach on CUDA) the sqrt of exp_avg_sq and the
+# normalized gradient (axolotl 0.19.0 utils/optimizers/adopt.py:431-434), measured in axolotl's venv alike
+# (tests/probes/test_one_state_optim.py::test_axolotls_adopt)
+FOREACH_TEMPS = {"adamw": 1, "rmsprop": 1, "adagrad": 2, "adopt": 2}
 
 
 def optimizer_step_temp_bytes(s: Setup) -> int:

@@ -275,4 +275,7 @@ def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
         "rmsprop-bnb-8bit": 1 + 4 / ADAMW_8BIT_BLOCK,
         "rmsprop": state_bytes,
         "adagrad": state_bytes,
+        # axolotl's adopt_adamw: its ADOPT keeps AdamW's exp_avg and exp_avg_sq (axolotl 0.19.0 utils/optimizers/
+        # adopt.py:162-169)
+        "adopt": 2 * state_bytes,
     }[optimizer]

@@ -253,7 +253,7 @@ def client_step_temp_bytes_per_element(optimizer: str) -> int:
     foreach 8 bytes an element beside the states (fp32 gradient + sqrt), fused 6 (the copies), within 0.1%.
     Adafactor and the 8-bit optimizers on a flat partition are not modelled here (0). torch's RMSprop and Adagrad
     allocate their foreach temporaries alike (state_terms.FOREACH_TEMPS: one and two)."""
-    return 4 * {"adamw": 1, "rmsprop": 1, "adagrad": 2}.get(optimizer, 0)
+    return 4 * {"adamw": 1, "rmsprop": 1, "adagrad": 2, "adopt": 2}.get(optimizer, 0)
 
 
 def fp32_grad_accum(s: Setup) -> bool:

@@ -6,6 +6,11 @@ equal the plan's optimizer term (the step counters and bitsandbytes' 256-entry q
 torch's foreach steps allocate the temporaries state_terms.FOREACH_TEMPS counts (the live-bytes tracker around the
 second step; its 512-byte rounding a tensor within 1%)."""
 
+import json
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -48,8 +53,8 @@ def _stepped(optimizer: str, dtype, track: bool = False):
     return held, peak
 
 
-def _setup(optimizer: str, precision: str) -> Setup:
-    knobs = Knobs(framework="hf", optimizer=optimizer, precision=precision)
+def _setup(optimizer: str, precision: str, framework: str = "hf") -> Setup:
+    knobs = Knobs(framework=framework, optimizer=optimizer, precision=precision)
     return Setup(from_config(TINY, "tiny-llama"), knobs, 1, 1, 16)
 
 
@@ -101,3 +106,43 @@ def test_the_analytic_peak_matches_the_sim(optimizer, phase):
     a = breakdown(Setup(from_config(cfg, "qwen2.5-0.5b"), k, 1, 1, 256), 80 * 2**30)
     assert a.peak_allocated_bytes == pytest.approx(sim.peak_allocated_bytes, rel=0.001)
     assert a.peak_phase == sim.phase == phase
+
+
+ADOPT = """
+import json, sys
+import torch, transformers
+from probes.tracker import LiveBytes
+from axolotl.utils.optimizers.adopt import ADOPT
+tiny = json.loads(sys.argv[1])
+cfg = transformers.LlamaConfig(**{k: v for k, v in tiny.items() if k not in ("model_type", "architectures")})
+out = {}
+for dtype in ("float32", "bfloat16"):
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).to(getattr(torch, dtype))
+    opt = ADOPT(model.parameters(), lr=1e-3, decouple=True, foreach=True)
+    for step in range(3):
+        ids = torch.randint(0, tiny["vocab_size"], (2, 16))
+        model(input_ids=ids, labels=ids).loss.backward()
+        if step == 2:
+            with LiveBytes() as t:
+                opt.step()
+        else:
+            opt.step()
+        opt.zero_grad()
+    held = sum(v.untyped_storage().nbytes() for s in opt.state.values() for k, v in s.items() if k != "step")
+    out[dtype] = [held, t.peak]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not os.environ.get("MEMPLAN_AXOLOTL_PYTHON"), reason="axolotl's venv (Makefile FRAMEWORK_PYTHONS)")
+def test_axolotls_adopt():
+    """axolotl's adopt_adamw (core/builders/base.py:374-378: ADOPT with decouple, foreach on CUDA) in axolotl's own
+    venv: AdamW's two states and two foreach temporaries at a step past the first (adopt.py:431-434)."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    cmd = [os.environ["MEMPLAN_AXOLOTL_PYTHON"], "-c", ADOPT, json.dumps(TINY)]
+    got = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout.splitlines()[-1])
+    for precision, dtype in (("fp32", "float32"), ("bf16-pure", "bfloat16")):
+        s = _setup("adopt", precision, "axolotl")
+        assert state_terms.optimizer_bytes(s) == got[dtype][0]
+        assert state_terms.optimizer_step_temp_bytes(s) == pytest.approx(got[dtype][1], rel=0.01)

@@ -81,7 +81,15 @@ RUNS = {
     # transformers' optim values pass through (utils/schemas/training.py:122); optimizer: muon (v0.8.0+, PR #2367
     # ae6637415; v0.18.0 utils/schemas/enums.py:92) runs axolotl-contribs-mit's MuonOptimizerFactory, its DistMuon
     # where a device mesh is built (v0.18.0 core/builders/base.py:314-329): Framework.muon_vectors below
-    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, "muon", *TRANSFORMERS_TORCHAO, *TRANSFORMERS_ONE_STATE),
+    # adopt: axolotl's own adopt_adamw (utils/schemas/enums.py CustomSupportedOptimizers, since v0.5.2)
+    "optimizer": (
+        *TORCH_OPTIMIZERS,
+        *TRANSFORMERS_LOW_RANK,
+        "muon",
+        *TRANSFORMERS_TORCHAO,
+        *TRANSFORMERS_ONE_STATE,
+        "adopt",
+    ),
     "device_map": ("off",),  # one process a GPU
     "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
     # reward_model: true (from v0.5.0) is TRL's RewardTrainer, a one-label score head over chosen and rejected rows
@@ -117,7 +125,7 @@ RUNS = {
 # core/trainer_builder.py:1014); v0.4.0 no "unsloth" checkpointing (v0.5.0 utils/models.py:380-381) and no Liger
 NO_TP, NO_CP = {"tensor_parallel": ("off",)}, {"context_parallel": ("off",)}
 NO_MUON = {
-    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, *TRANSFORMERS_TORCHAO, *TRANSFORMERS_ONE_STATE)
+    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, *TRANSFORMERS_TORCHAO, *TRANSFORMERS_ONE_STATE, "adopt")
 }  # v0.7.1: no muon
 INPUTS_ONLY = {"checkpointing": ("off", "full", "offload-inputs")}  # no offload without a checkpoint before v0.18.0
 OLDER = {"0.12": INPUTS_ONLY, "0.8": {**NO_TP, **INPUTS_ONLY}, "0.7": {**NO_TP, **NO_CP, **NO_MUON, **INPUTS_ONLY}}
@@ -126,7 +134,9 @@ OLDER["0.5"] = {**OLDER["0.7"], "workload": ("sft", "dpo", "kto")}  # KTOTrainer
 OLDER["0.4"] = {**OLDER["0.5"], "checkpointing": ("off", "full"), "loss": ("standard",), "workload": ("sft", "dpo")}
 OLDER["0.4"] |= {"task": ("causal-lm",), "negatives": (0,)}  # reward_model came at v0.5.0 (v0_4_1/__init__.py:590)
 # transformers 4.37.0 (v0.4.0's pin) has no GaLore or APOLLO among its OptimizerNames (training_args.py:139-157)
-OLDER["0.4"] |= {"optimizer": tuple(o for o in NO_MUON["optimizer"] if o not in TRANSFORMERS_LOW_RANK)}
+# nor adopt_adamw, which came at v0.5.2 (core/trainer_builder.py); the 0.5 line's first release, v0.5.0, lacks it too
+OLDER["0.4"] |= {"optimizer": tuple(o for o in NO_MUON["optimizer"] if o not in (*TRANSFORMERS_LOW_RANK, "adopt"))}
+OLDER["0.5"] |= {"optimizer": tuple(o for o in NO_MUON["optimizer"] if o != "adopt")}
 
 
 RULES = (  # every line's; the KTO it plans (kto.PLANNED_RULES) the newest's alone

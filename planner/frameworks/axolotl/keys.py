@@ -49,3 +49,8 @@ KEYS = Table(
     Key("task", "reward_model", to_value={"seq-cls": True}),
     Key("num_labels", "num_labels"),  # v0.18.0 config.py:305, loaders/utils.py:178-180
 )
+
+# axolotl's own optimizer names memplan plans (0.19.0 utils/schemas/enums.py:86-105 CustomSupportedOptimizers, built
+# in core/builders/base.py:374-378) -> memplan's optimizer; transformers' names go through planner.intake.vocab
+OWN_OPTIMIZERS = {"adopt_adamw": "adopt"}
+OWN_OPTIMS = {ours: name for name, ours in OWN_OPTIMIZERS.items()}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from planner.config.knobfields import LOW_RANK_OPTIMIZERS
 from planner.errors import BadInput
 from planner.frameworks import adapter
-from planner.frameworks.axolotl.keys import KEYS
+from planner.frameworks.axolotl.keys import KEYS, OWN_OPTIMIZERS
 from planner.intake import line_defaults, tuners, vocab
 from planner.intake.collect import AXOLOTL, Collector, as_bool, default, show
 from planner.intake.flags import Flag
@@ -73,8 +73,10 @@ def training(c: Collector, f: dict[str, Flag], first: tuple = (0, 14)) -> None:
     if packing is not None and as_bool(packing.value):
         c.set("batching", "packed", packing.source, KEYS.key("batching"))
     opt, osrc = look(c, f, "optimizer")
-    if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
-        c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.key("optimizer"))
+    if tuners.optimizer(osrc, opt) and (vocab.optimizer(opt) or OWN_OPTIMIZERS.get(str(opt).strip().lower())):
+        c.set(
+            "optimizer", vocab.optimizer(opt) or OWN_OPTIMIZERS[str(opt).strip().lower()], osrc, KEYS.key("optimizer")
+        )
     else:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
     args, mods = f.get("optim_args"), f.get("optim_target_modules")  # transformers' (utils/schemas/training.py:132)

@@ -28,7 +28,7 @@ from planner.config.spec import Goal, Hardware, Plan
 from planner.estimate.quant import FOUR_BIT
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
-from planner.frameworks.axolotl.keys import KEYS
+from planner.frameworks.axolotl.keys import KEYS, OWN_OPTIMS
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules, peft_target_parameters
 from planner.model.modelspec import ModelSpec
@@ -96,7 +96,9 @@ def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
     cfg["output_dir"] = "./outputs/memplan"
     cfg.update([k("seq_len", seq_len), (KEYS.key("batching"), plan.batching == "packed")])
     cfg.update([k("micro_batch", plan.micro_batch), k("grad_accum", plan.grad_accum), ("num_epochs", 1)])
-    optim = export.HF_OPTIM.get(plan.optimizer, plan.optimizer)  # muon: its own (v0.18.0 schemas/enums.py:92)
+    optim = export.HF_OPTIM.get(
+        plan.optimizer, OWN_OPTIMS.get(plan.optimizer, plan.optimizer)
+    )  # muon: its own (v0.18.0 schemas/enums.py:92)
     cfg.update([k("optimizer", optim), ("lr_scheduler", "cosine")])
     cfg.update(low_rank_keys(plan))
     cfg["learning_rate"] = 2e-4 if plan.lora_rank else 2e-5

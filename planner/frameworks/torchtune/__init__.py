@@ -6,6 +6,7 @@ in bfloat16": memplan's bf16-pure), fp16 is refused; FSDP2 `fully_shard` on the 
 Files cited are at the v0.6.1 tag of pytorch/torchtune (recipes/..., torchtune/...); the reader is reader.py."""
 
 from planner.frameworks.base import Default, Framework, Rule
+from planner.frameworks.runs import TRANSFORMERS_ONE_STATE  # the same classes: torch's and bitsandbytes'
 from planner.frameworks.tool import Signs, Tool
 
 R = "recipes/"
@@ -92,7 +93,7 @@ FRAMEWORK = Framework(
             "full",
             "grad-op",
         ),  # fsdp_reshard_after_forward True / False (full_finetune_distributed.py:299)
-        "optimizer": ("adamw", "adamw-fused", "sgd", "adamw-8bit", "paged-adamw-8bit"),
+        "optimizer": ("adamw", "adamw-fused", "sgd", "adamw-8bit", "paged-adamw-8bit", *TRANSFORMERS_ONE_STATE),
         "quant": ("none", "nf4"),  # qlora_* builders: torchao NF4 (modules/low_precision/nf4_linear.py:48)
         "quant_absmax": ("8bit",),  # torchao to_nf4: 64-value blocks, their scalers quantized to int8 in 256-blocks
         "optimizer_in_backward": (False, True),  # optimizer_in_bwd (the full recipes)

@@ -47,6 +47,19 @@ OPTIMIZERS = {  # optimizer._component_ -> memplan's optimizer (torch's fused Ad
     "torch.optim.SGD": "sgd",
     "bitsandbytes.optim.AdamW8bit": "adamw-8bit",
     "bitsandbytes.optim.PagedAdamW8bit": "paged-adamw-8bit",
+    # one state (planner.estimate.state_terms): torch's foreach RMSprop and Adagrad, bitsandbytes' Lion and RMSprop
+    # (Lion and RMSprop default to optim_bits 32: bitsandbytes 0.50.2 optim/lion.py, optim/rmsprop.py)
+    "torch.optim.RMSprop": "rmsprop",
+    "torch.optim.Adagrad": "adagrad",
+    "bitsandbytes.optim.Lion": "lion",
+    "bitsandbytes.optim.Lion32bit": "lion",
+    "bitsandbytes.optim.Lion8bit": "lion-8bit",
+    "bitsandbytes.optim.PagedLion": "paged-lion",
+    "bitsandbytes.optim.PagedLion32bit": "paged-lion",
+    "bitsandbytes.optim.PagedLion8bit": "paged-lion-8bit",
+    "bitsandbytes.optim.RMSprop": "rmsprop-bnb",
+    "bitsandbytes.optim.RMSprop32bit": "rmsprop-bnb",
+    "bitsandbytes.optim.RMSprop8bit": "rmsprop-bnb-8bit",
 }
 
 

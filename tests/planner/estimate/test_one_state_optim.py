@@ -69,3 +69,20 @@ def test_rmsprops_momentum_is_said_not_planned(tmp_path):
     reading = intake.read([str(script)])
     assert reading.request["optimizer"] == "rmsprop"
     assert any("RMSprop's momentum and centered buffers" in n for n in reading.unplanned)
+
+
+def test_axolotls_adopt_is_read_written_and_refused_before_it_came(tmp_path):
+    """axolotl's own adopt_adamw (utils/schemas/enums.py CustomSupportedOptimizers) is --optimizer adopt: written back
+    under its name, refused on the lines before v0.5.2 and by every other framework."""
+    from planner import advise
+    from planner.errors import BadInput
+    from tests.planner.intake.test_round_trip import written_and_read_back
+
+    body = {"model": "qwen2.5-7b", "gpu": "h100", "gpus_per_node": 1, "micro_batch": 1, "grad_accum": 4}
+    body |= {"seq_len": 2048, "framework": "axolotl", "lora_rank": 16, "optimizer": "adopt"}
+    res, files, _, back = written_and_read_back(body, tmp_path)
+    assert 'optimizer: "adopt_adamw"' in files["axolotl.yaml"]
+    assert back.plan.knobs.optimizer == "adopt" == res.plan.knobs.optimizer
+    for framework in ("axolotl@0.4", "axolotl@0.5", "llamafactory", "hf"):
+        with pytest.raises(BadInput, match="adopt"):
+            advise.check(advise.parse(advise.CheckRequest, {**body, "framework": framework}))

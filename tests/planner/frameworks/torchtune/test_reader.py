@@ -196,3 +196,20 @@ def test_the_readme_memory_table_is_planned_close_where_it_is_planned_and_never_
         assert got[after][0] <= got[before][0] + 1e-9, (before, after)
         assert got[after][0] >= PUBLISHED[after] * 0.95, after
         assert any("compile" in n for n in got[after][1].unplanned)
+
+
+@pytest.mark.parametrize(
+    "component,optimizer",
+    [
+        ("torch.optim.Adagrad", "adagrad"),
+        ("torch.optim.RMSprop", "rmsprop"),
+        ("bitsandbytes.optim.Lion8bit", "lion-8bit"),
+    ],
+)
+def test_one_state_optimizers_are_read_by_their_class(tmp_path, component, optimizer):
+    script = command(
+        tmp_path,
+        "tune run --nproc_per_node 2 full_finetune_distributed --config llama3_1/8B_full "
+        f"optimizer={component} ~optimizer.fused",
+    )
+    assert read(script).request["optimizer"] == optimizer
