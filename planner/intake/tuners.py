@@ -61,6 +61,14 @@ UNPLANNED_OPTIMIZERS = {
     # optimizers extra), whose Kahan summation, on by default, keeps a third buffer for bf16 / fp16 parameters
     # (optimi/adam.py:94-95): planned as AdamW it would under-count one parameter-sized state
     "optimi_adamw": "torch-optimi's AdamW, a third state for half-precision parameters (optimi/adam.py:94-95)",
+    # transformers' optim stable_adamw is torch-optimi's StableAdamW (5.25 trainer_optimizer.py:523-552, kahan_sum
+    # unset), which keeps a Kahan compensation buffer beside AdamW's two for bf16 / fp16 parameters (optimi
+    # stableadamw.py _init_state: kahan_sum None applies to low-precision parameters)
+    "stable_adamw": "torch-optimi's StableAdamW, a third state for half-precision parameters (its Kahan buffer)",
+    # transformers' optim grokadamw (trainer_optimizer.py:431-447) is grokadamw's GrokAdamW: three fp32 states
+    # (exp_avg, exp_avg_sq, grok_ema) and, for half parameters, a persistent fp32 gradient copy (cognitivecomputations/
+    # grokadamw grokadamw/grokadamw.py _update_group): planned as AdamW it would under-count two
+    "grokadamw": "GrokAdamW's three fp32 states and an fp32 gradient copy (grokadamw/grokadamw.py _update_group)",
 }
 # GaLoreAdamW8bit over a paged 8-bit optim (LLaMA-Factory through transformers 5.25 trainer_optimizer.py:256-289,
 # ms-swift 4.6 optimizers/galore/utils.py:214) pages the states of tensors of 1e5 elements and more (bitsandbytes

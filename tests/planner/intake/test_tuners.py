@@ -95,6 +95,8 @@ def test_lora_plus_is_loras_memory(tmp_path):
         ),
         ("lf.yaml", LF + "finetuning_type: full\nuse_adam_mini: true\n", "Adam-mini's reduced states, as LLaMA-Fa"),
         ("lf.yaml", LF + "finetuning_type: full\noptim: paged_ademamix_32bit\n", "AdEMAMix's three states"),
+        ("lf.yaml", LF + "finetuning_type: full\noptim: stable_adamw\n", "optim: stable_adamw: torch-optimi's Stable"),
+        ("ax.yaml", AXOLOTL + "optimizer: grokadamw\n", "GrokAdamW's three fp32 states"),
     ],
 )
 def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
