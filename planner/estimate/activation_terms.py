@@ -96,6 +96,8 @@ def _text_shape(s: Setup):
         t = replace(t, layers=t.layers - t.first_cross_layer)
     elif freeze.below_trained_layers_idle(s.knobs):  # freeze tuning: nothing below the lowest trained layer
         t = replace(t, layers=s.knobs.trained_layers)
+    if t.dropout and t.traits.conv1d and lora.dropout_zeroed(s.knobs):  # GPT-2's own nn.Dropout zeroed too
+        t = replace(t, dropout=0.0)
     return recipe_terms.text_spec(t, s.knobs, adapted), rows, width, activation_profile(s.knobs)
 
 

@@ -65,3 +65,22 @@ def test_the_sim_zeroes_dropout_where_the_trainer_does():
         return {m.p for n, m in model.named_modules() if ".lora_dropout." in n and isinstance(m, torch.nn.Dropout)}
 
     assert dropouts("dpo") == {0} and dropouts("sft") == {0.05}
+
+
+def test_gpt2s_own_dropout_under_kto_is_planned_as_the_sim_runs_it():
+    """A 4-layer GPT-2 under TRL's KTO (every nn.Dropout zeroed, its resid_pdrop 0.1 too): the plan's peak equals the
+X
+    from planner.config.spec import Knobs
+    from planner.config.workload import Workload
+    from planner.estimate.memory import breakdown
+    from planner.estimate.setup import Setup
+    from planner.model.catalog import model_config
+    from planner.model.families import from_config
+    from probes.sim import simulate
+    from probes.step import Case
+
+    cfg = {**model_config("gpt2"), "n_layer": 4}
+    k = Knobs(framework="trl", precision="bf16", checkpointing="off", workload=Workload(kind="kto"))
+    sim = simulate(Case(cfg, k, 1, 1, 512))
+    a = breakdown(Setup(from_config(cfg, "gpt2"), k, 1, 1, 512), 80 * 2**30)
+    assert a.peak_allocated_bytes == pytest.approx(sim.peak_allocated_bytes, rel=1e-4)

@@ -53,3 +53,17 @@ def test_the_reason_names_the_trainer_and_where_it_was_read():
     assert "kto_trainer.py:32" in line and "disable_dropout_in_model" in line
     dpo = Knobs(framework="trl", workload=Workload(kind="dpo"), lora_rank=16)
     assert "dpo_trainer.py:913-916" in dropout_zeroed(dpo)
+
+
+def test_gpt2s_own_dropout_masks_go_where_the_trainer_zeroes_them():
+    """GPT-2's resid_pdrop (its nn.Dropout after attention and after the MLP, 1-byte masks of the hidden width: two a
+    layer) runs under SFT and is zeroed with every nn.Dropout by TRL's KTO and DPO; the sim zeroes the same modules
+    (probes.step.build_model) and its KTO step of a 4-layer GPT-2 agrees with the plan within 0.01%
+    (tests/probes/test_disable_dropout.py)."""
+    gpt2 = load_model("gpt2")
+    tokens, t = 2 * 1024, gpt2.text
+
+    def acts(kind: str) -> int:
+        return activations_bytes(Setup(gpt2, Knobs(framework="trl", workload=Workload(kind=kind)), 2, 1, 1024))
+
+    assert t.dropout > 0 and acts("sft") - acts("kto") == 2 * tokens * t.hidden * t.layers
