@@ -69,6 +69,10 @@ UNPLANNED_OPTIMIZERS = {
     # (exp_avg, exp_avg_sq, grok_ema) and, for half parameters, a persistent fp32 gradient copy (cognitivecomputations/
     # grokadamw grokadamw/grokadamw.py _update_group): planned as AdamW it would under-count two
     "grokadamw": "GrokAdamW's three fp32 states and an fp32 gradient copy (grokadamw/grokadamw.py _update_group)",
+    # transformers' optim adamw_anyprecision (trainer_optimizer.py:296-315): torchdistx's AnyPrecisionAdamW with fp32
+    # moments by default whatever the parameters' dtype (optim_args momentum_dtype / variance_dtype), and a Kahan
+    # buffer with use_kahan_summation: planned as AdamW, a bf16-pure run's states would count half their bytes
+    "anyprecision": "torchdistx's AnyPrecisionAdamW (fp32 moments whatever the parameters, a Kahan buffer on request)",
 }
 # GaLoreAdamW8bit over a paged 8-bit optim (LLaMA-Factory through transformers 5.25 trainer_optimizer.py:256-289,
 # ms-swift 4.6 optimizers/galore/utils.py:214) pages the states of tensors of 1e5 elements and more (bitsandbytes

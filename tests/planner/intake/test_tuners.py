@@ -97,6 +97,7 @@ def test_lora_plus_is_loras_memory(tmp_path):
         ("lf.yaml", LF + "finetuning_type: full\noptim: paged_ademamix_32bit\n", "AdEMAMix's three states"),
         ("lf.yaml", LF + "finetuning_type: full\noptim: stable_adamw\n", "optim: stable_adamw: torch-optimi's Stable"),
         ("ax.yaml", AXOLOTL + "optimizer: grokadamw\n", "GrokAdamW's three fp32 states"),
+        ("lf.yaml", LF + "finetuning_type: full\noptim: adamw_anyprecision\n", "AnyPrecisionAdamW"),
     ],
 )
 def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
