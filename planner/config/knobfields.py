@@ -69,7 +69,7 @@ Optimizer = Literal[
     "adagrad",
     "adopt",
 ]
-# one state a parameter (planner.estimate.state_terms.one_state_bytes): bitsandbytes' Lion and RMSprop (32-bit states
+# one state a parameter (planner.estimate.state_terms.optimizer_bytes): bitsandbytes' Lion and RMSprop (32-bit states
 # fp32 whatever the parameters, 8-bit ones blockwise), torch's RMSprop and Adagrad (in the parameters' dtype)
 ONE_STATE_OPTIMIZERS = (
     "lion",

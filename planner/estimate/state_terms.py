@@ -105,10 +105,10 @@ BNB_8BIT = ("adamw-8bit", "paged-adamw-8bit", "lion-8bit", "paged-lion-8bit", "r
 BNB_32BIT = ("paged-adamw", "lion", "paged-lion", "rmsprop-bnb")  # fp32 states whatever the parameters
 
 
-def adamw_8bit_state_bytes(s: Setup, optimizer: str = "adamw-8bit") -> int:
+def bnb_8bit_state_bytes(s: Setup, optimizer: str = "adamw-8bit") -> int:
     """bitsandbytes' 8-bit optimizers (AdamW two states, Lion and RMSprop one): 1-byte states plus an fp32 absmax a
     block of 256; fp32 states for tensors under ADAMW_8BIT_MIN_SIZE elements (bitsandbytes 0.50.2 optim/optimizer.py
-    :495-503 init_state of Optimizer2State, :704-712 of Optimizer1State). The per-tensor 256-entry qmaps (1 KiB a
+    :492-528 Optimizer2State.init_state, :664-695 Optimizer1State.init_state). The per-tensor 256-entry qmaps (1 KiB a
     state) are left out."""
     per_big = optimizer_state_bytes_per_param(optimizer, 4)
     small = 4 * (2 if "adamw" in optimizer else 1)
@@ -132,7 +132,7 @@ def optimizer_bytes(s: Setup) -> int:
         elif k.optimizer in MATRIX_OPTIMIZERS:
             whole = matrix_optimizer_bytes(s, sb)
         elif k.optimizer in BNB_8BIT:
-            whole = adamw_8bit_state_bytes(s, k.optimizer)
+            whole = bnb_8bit_state_bytes(s, k.optimizer)
         elif k.optimizer in TORCHAO_OPTIMIZERS:
             whole = torchao_low_bit_state_bytes(k.optimizer, trainable_tensor_sizes(s), sb)
         elif k.optimizer in BNB_32BIT:  # bitsandbytes' 32-bit states are fp32 whatever the parameters
@@ -152,7 +152,7 @@ def paged_optimizer_bytes(s: Setup) -> int:
     cudaMallocManaged through cget_managed_ptr), outside torch's caching allocator: max_memory_allocated does not
     see them, and the driver pages them to host memory when the card is full, so they never cause an OOM. They are
     counted apart from the device peak. 32-bit states are fp32 whatever the parameters (optimizer.py:495-503);
-    8-bit ones as adamw_8bit_state_bytes. torch DDP or one GPU only (ZeRO and FSDP keep their own states)."""
+    8-bit ones as bnb_8bit_state_bytes. torch DDP or one GPU only (ZeRO and FSDP keep their own states)."""
     k = s.knobs
     if not k.optimizer.startswith("paged") or k.zero_stage or k.fsdp != "off":
         return 0

@@ -264,9 +264,9 @@ def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
         # torchao's, quantized tensors only (planner.estimate.torchao_optim counts the rest and the qmaps)
         "adamw-torchao-4bit": 1 + 2 * 4 / TORCHAO_BLOCK,
         "adamw-torchao-8bit": 2 + 2 * 4 / TORCHAO_BLOCK,
-        # one state: bitsandbytes' 32-bit ones fp32 (state_terms.one_state_bytes), 8-bit ones a byte and an absmax a
+        # one state: bitsandbytes' 32-bit ones fp32 (state_terms.optimizer_bytes), 8-bit ones a byte and an absmax a
         # block; torch's RMSprop square_avg and Adagrad sum in the parameters' dtype (torch 2.13 optim/rmsprop.py:
-        # 122-125, optim/adagrad.py:86-90)
+        # 123, optim/adagrad.py:96)
         "lion": 4,
         "paged-lion": 4,
         "rmsprop-bnb": 4,

@@ -131,7 +131,7 @@ def optim_args(value: object) -> dict[str, str]:
 
 def rmsprop_buffers(c: Collector, optimizer: object, parsed: dict, source: str) -> None:
     """torch's RMSprop (transformers' optim rmsprop) with optim_args momentum or centered (trainer_optimizer.py
-    :339-349) keeps a momentum buffer or a gradient average beside square_avg (torch 2.13 optim/rmsprop.py:126-131):
+    :339-349) keeps a momentum buffer or a gradient average beside square_avg (torch 2.13 optim/rmsprop.py:127, :131):
     a parameter-sized state each, not planned (one state is)."""
     if str(optimizer).strip().lower() != "rmsprop":
         return
