@@ -23,6 +23,7 @@ from planner.config.workload import Workload
 from planner.frameworks import FRAMEWORKS
 from planner.frameworks import NAMES as FRAMEWORK_NAMES
 from planner.frameworks.base import KNOB_DEFAULTS
+from planner.frameworks.runs import TRANSFORMERS_ONE_STATE
 
 Precision = Literal["fp32", "fp16", "bf16", "bf16-pure"]
 # every-N: every N-th decoder layer checkpointed (torchtitan's layer-level selective mode, N = 2..8); offload: every
@@ -43,44 +44,31 @@ Checkpointing = Literal[
 ]
 ZeroStage = Literal[0, 1, 2, 3]
 Offload = Literal["none", "optimizer", "optimizer+params"]
+# one state a parameter (planner.estimate.state_terms.optimizer_bytes): bitsandbytes' Lion and RMSprop (32-bit states
+# fp32 whatever the parameters, 8-bit ones blockwise), torch's RMSprop and Adagrad (in the parameters' dtype): the
+# frameworks' table of the names transformers' Trainer runs
+ONE_STATE_OPTIMIZERS = TRANSFORMERS_ONE_STATE
 # the last four keep states that are not AdamW's (planner.estimate.matrix_optim): GaLore and APOLLO project the gradients
 # of the optimizer_targets linears to optimizer_rank, Muon keeps one momentum buffer for the hidden matrices
-Optimizer = Literal[
-    "adamw",
-    "adamw-fused",
-    "sgd",
-    "adafactor",
-    "adamw-8bit",
-    "paged-adamw",
-    "paged-adamw-8bit",
-    "galore-adamw",
-    "galore-adamw-8bit",
-    "apollo-adamw",
-    "muon",
-    "adamw-torchao-4bit",
-    "adamw-torchao-8bit",
-    "lion",
-    "lion-8bit",
-    "paged-lion",
-    "paged-lion-8bit",
-    "rmsprop",
-    "rmsprop-bnb",
-    "rmsprop-bnb-8bit",
-    "adagrad",
-    "adopt",
+Optimizer = Literal[  # a tuple, as Python 3.10 takes a star expression only inside one
+    (
+        "adamw",
+        "adamw-fused",
+        "sgd",
+        "adafactor",
+        "adamw-8bit",
+        "paged-adamw",
+        "paged-adamw-8bit",
+        "galore-adamw",
+        "galore-adamw-8bit",
+        "apollo-adamw",
+        "muon",
+        "adamw-torchao-4bit",
+        "adamw-torchao-8bit",
+        *ONE_STATE_OPTIMIZERS,
+        "adopt",  # axolotl's ADOPT: AdamW's states, two foreach temporaries (planner.estimate.state_terms.FOREACH_TEMPS)
+    )
 ]
-# one state a parameter (planner.estimate.state_terms.optimizer_bytes): bitsandbytes' Lion and RMSprop (32-bit states
-# fp32 whatever the parameters, 8-bit ones blockwise), torch's RMSprop and Adagrad (in the parameters' dtype)
-ONE_STATE_OPTIMIZERS = (
-    "lion",
-    "lion-8bit",
-    "paged-lion",
-    "paged-lion-8bit",
-    "rmsprop",
-    "rmsprop-bnb",
-    "rmsprop-bnb-8bit",
-    "adagrad",
-)
 LOW_RANK_OPTIMIZERS = ("galore-adamw", "galore-adamw-8bit", "apollo-adamw")
 # GaLore's proj_type (galore-torch 1.0 galore_projector.py:12-42): the side each target's gradient is projected on (std:
 # the shorter one, reverse-std the longer, right, left, or full: both); planner.estimate.matrix_optim.projection_sides
