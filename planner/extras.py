@@ -11,17 +11,11 @@ import importlib.util
 from planner.errors import BadInput
 
 BNB_QUANT = ("nf4", "fp4", "int8")  # a bitsandbytes base (gptq / awq: stand-ins, planner.estimate.quant)
-BNB_OPTIMIZERS = (
-    "adamw-8bit",
-    "paged-adamw",
-    "paged-adamw-8bit",
-    "lion",
-    "lion-8bit",
-    "paged-lion",
-    "paged-lion-8bit",
-    "rmsprop-bnb",
-    "rmsprop-bnb-8bit",
-)
+# bitsandbytes' optimizers: 8-bit blockwise states, or 32-bit ones fp32 whatever the parameters
+# (planner.estimate.state_terms.optimizer_bytes)
+BNB_8BIT = ("adamw-8bit", "paged-adamw-8bit", "lion-8bit", "paged-lion-8bit", "rmsprop-bnb-8bit")
+BNB_32BIT = ("paged-adamw", "lion", "paged-lion", "rmsprop-bnb")
+BNB_OPTIMIZERS = (*BNB_8BIT, *BNB_32BIT)
 
 
 def steps(lora: bool = False, rl: bool = False, deepspeed: bool = False, bnb: bool = False) -> dict[str, str]:

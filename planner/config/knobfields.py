@@ -66,7 +66,7 @@ Optimizer = Literal[  # a tuple, as Python 3.10 takes a star expression only ins
         "adamw-torchao-4bit",
         "adamw-torchao-8bit",
         *ONE_STATE_OPTIMIZERS,
-        "adopt",  # axolotl's ADOPT: AdamW's states, two foreach temporaries (planner.estimate.state_terms.FOREACH_TEMPS)
+        "adopt",  # axolotl's ADOPT: AdamW's states, two foreach temporaries (planner.estimate.trained.FOREACH_TEMPS)
     )
 ]
 LOW_RANK_OPTIMIZERS = ("galore-adamw", "galore-adamw-8bit", "apollo-adamw")

@@ -31,6 +31,7 @@ from planner.estimate.setup import Setup
 from planner.estimate.torchao_optim import TORCHAO_OPTIMIZERS, torchao_low_bit_state_bytes
 from planner.estimate.trained import (
     ADAMW_8BIT_MIN_SIZE,
+    FOREACH_TEMPS,
     base_dtype_overcount_bytes,
     fp32_resident_extra_bytes,
     frozen_bytes,
@@ -43,6 +44,7 @@ from planner.estimate.trained import (
     trainable_tensor_sizes,
     trainable_weight_bytes_per_param,
 )
+from planner.extras import BNB_8BIT, BNB_32BIT
 from planner.frameworks import FRAMEWORKS
 
 PAGED_MIN_ELEMENTS = 100_000  # bitsandbytes 0.50.2 optim/optimizer.py:383: smaller tensors' states stay in torch
@@ -99,10 +101,6 @@ def adafactor_state_elements(s: Setup) -> int:
             + sum(map(factored, tower_full_tensors(s)))  # --lora-tower-full: the towers' own tensors
         )
     return sum(factored(t) for t in s.model.tensors)
-
-
-BNB_8BIT = ("adamw-8bit", "paged-adamw-8bit", "lion-8bit", "paged-lion-8bit", "rmsprop-bnb-8bit")
-BNB_32BIT = ("paged-adamw", "lion", "paged-lion", "rmsprop-bnb")  # fp32 states whatever the parameters
 
 
 def bnb_8bit_state_bytes(s: Setup, optimizer: str = "adamw-8bit") -> int:
@@ -227,16 +225,6 @@ def gathered_params_bytes(s: Setup) -> int:
 
 def _gathered_params_bytes(s: Setup) -> int:
     return fsdp.unsharded_params_bytes(s) if s.knobs.fsdp != "off" else zero.zero3_live_params_bytes(s)
-
-
-# full-size temporaries of torch's foreach steps, in the parameters' dtype, a trained parameter each: AdamW's
-# exp_avg_sq.sqrt(), RMSprop's square_avg.sqrt() (torch 2.13 optim/rmsprop.py _multi_tensor_rmsprop), Adagrad's
-# sqrt of its sum and the grads times -lr (optim/adagrad.py _multi_tensor_adagrad). Measured with the live-bytes
-# tracker around a second step of a 2-layer Llama on the CPU, fp32 and bf16 (tests/probes/test_one_state_optim.py):
-# exactly these, rounded to 512-byte blocks; axolotl's ADOPT (foreach on CUDA) the sqrt of exp_avg_sq and the
-# normalized gradient (axolotl 0.19.0 utils/optimizers/adopt.py:431-434), measured in axolotl's venv alike
-# (tests/probes/test_one_state_optim.py::test_axolotls_adopt)
-FOREACH_TEMPS = {"adamw": 1, "rmsprop": 1, "adagrad": 2, "adopt": 2}
 
 
 def optimizer_step_temp_bytes(s: Setup) -> int:

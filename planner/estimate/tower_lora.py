@@ -62,7 +62,7 @@ def adapters_saved_bytes(linears: list[tuple[int, int]], rows: int, k: Knobs, dr
 
 
 def block_saved_bytes(v: VisionSpec, patches: int, k: Knobs, linears: list[tuple[int, int]], dropout: bool) -> int:
-    """One LoRA block's saved bytes (a first block's first norm included: first_norm_bytes takes it out)."""
+    """One LoRA block's saved bytes (a first block's first norm included: tower_saved_bytes takes it out)."""
     c, p, h, i = 2, patches, v.hidden, v.intermediate
     amp = k.precision != "bf16-pure"
     attention = c * p * h * (3 + 1 + (2 if v.block in ROTARY else 0)) + 4 * p * v.heads

@@ -243,6 +243,17 @@ def fp32_resident_extra_bytes(s: Setup) -> int:
     return s.model.resident_params(fp32=True) * max(0, 4 - frozen_weight_bytes_per_param(s.knobs))
 
 
+# full-size temporaries of torch's foreach steps, in the parameters' dtype, a trained parameter each: AdamW's
+# exp_avg_sq.sqrt(), RMSprop's square_avg.sqrt() (torch 2.13 optim/rmsprop.py _multi_tensor_rmsprop), Adagrad's
+# sqrt of its sum and the grads times -lr (optim/adagrad.py _multi_tensor_adagrad). Measured with the live-bytes
+# tracker around a second step of a 2-layer Llama on the CPU, fp32 and bf16 (tests/probes/test_one_state_optim.py):
+# exactly these, rounded to 512-byte blocks; axolotl's ADOPT (foreach on CUDA) the sqrt of exp_avg_sq and the
+# normalized gradient (axolotl 0.19.0 utils/optimizers/adopt.py:431-434), measured in axolotl's venv alike
+# (tests/probes/test_one_state_optim.py::test_axolotls_adopt); ZeRO's client optimizer the same on
+# its fp32 partition (zero.client_step_temp_bytes_per_element)
+FOREACH_TEMPS = {"adamw": 1, "rmsprop": 1, "adagrad": 2, "adopt": 2}
+
+
 def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
     """Per-parameter state of an unfactored optimizer: AdamW two moments, SGD one momentum buffer,
     Adafactor (on flat ZeRO partitions it cannot factor) one second moment, 8-bit AdamW two 1-byte

@@ -17,7 +17,12 @@ from planner.estimate import quant
 from planner.estimate.nograd import compute_dtype_bytes  # DeepSpeed casts the module to bf16/fp16; fp32 stays
 from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
-from planner.estimate.trained import largest_trainable_matrix_params, trainable_params, trainable_tensor_sizes
+from planner.estimate.trained import (
+    FOREACH_TEMPS,
+    largest_trainable_matrix_params,
+    trainable_params,
+    trainable_tensor_sizes,
+)
 from planner.frameworks import FRAMEWORKS, adapter
 from planner.frameworks.rules import runs_transformers_5
 from planner.model.moespec import quant_layout
@@ -252,8 +257,8 @@ def client_step_temp_bytes_per_element(optimizer: str) -> int:
     the live-bytes tracker, tests/probes/test_zero.py::test_zero2_steps_a_client_torch_adamw_on_the_fp32_partition):
     foreach 8 bytes an element beside the states (fp32 gradient + sqrt), fused 6 (the copies), within 0.1%.
     Adafactor and the 8-bit optimizers on a flat partition are not modelled here (0). torch's RMSprop and Adagrad
-    allocate their foreach temporaries alike (state_terms.FOREACH_TEMPS: one and two)."""
-    return 4 * {"adamw": 1, "rmsprop": 1, "adagrad": 2, "adopt": 2}.get(optimizer, 0)
+    allocate their foreach temporaries alike (trained.FOREACH_TEMPS: one and two)."""
+    return 4 * FOREACH_TEMPS.get(optimizer, 0)
 
 
 def fp32_grad_accum(s: Setup) -> bool:

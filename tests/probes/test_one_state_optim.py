@@ -3,7 +3,7 @@ bitsandbytes' Lion and RMSprop, 32-bit and 8-bit, and torch's RMSprop and Adagra
 the 2-layer Llama tests/probes/test_torchao_optim.py steps (its k/v projections and norms under bitsandbytes' 4,096
 elements, so 8-bit runs keep fp32 states for them), fp32 and bf16: after two steps the bytes every state tensor holds
 equal the plan's optimizer term (the step counters and bitsandbytes' 256-entry qmaps, 1 KiB a tensor, left out), and
-torch's foreach steps allocate the temporaries state_terms.FOREACH_TEMPS counts (the live-bytes tracker around the
+torch's foreach steps allocate the temporaries trained.FOREACH_TEMPS counts (the live-bytes tracker around the
 second step; its 512-byte rounding a tensor within 1%)."""
 
 import json
