@@ -79,11 +79,11 @@ def test_check_with_sim_evidence_answers_for_every_catalog_model(model, tmp_path
     )
 
 
-# Qwen2.5-VL's 4 windows on every commit; InternVL's tile (32 s of a worker in make test at stop 69) in the sweep tier
-# since stop 70, for CI's room: its tower's blocks are pinned on every commit in test_vision_terms.py
-@pytest.mark.parametrize(
-    "model,tokens", [("qwen2.5-vl-3b", "64"), pytest.param("internvl2.5-8b", "256", marks=pytest.mark.sweep)]
-)
+# the sweep tier's: InternVL's tile (32 s of a worker in make test at stop 69) since stop 70, Qwen2.5-VL's 4 windows (59 s
+# at stop 74) since stop 74, for CI's room: every commit traces images' inputs in test_vlm_sim.py (against real CPU
+# steps), each tower's blocks in test_vision_terms.py, and `check --evidence sim` on the text rows above
+@pytest.mark.sweep
+@pytest.mark.parametrize("model,tokens", [("qwen2.5-vl-3b", "64"), ("internvl2.5-8b", "256")])
 def test_check_with_sim_evidence_traces_vlms_with_image_tokens(model, tokens, tmp_path, capsys):
     _, text_only = _check(capsys, tmp_path / "s.sqlite", model, "--seq-len", "512")
     _, with_images = _check(capsys, tmp_path / "s.sqlite", model, "--seq-len", "512", "--image-tokens", tokens)

@@ -83,7 +83,7 @@ LORA_CASES = [  # LoRA's terms, pinned as the change they make to the peak again
     ("llama-3.2-1b", "bf16", {"lora_targets": "attention"}),
     ("llama-3.2-1b", "fp32", {"lora_targets": "q_proj,v_proj"}),
     ("llama-3.2-1b", "bf16", {"lora_dropout": 0.1}),
-    ("llama-3.2-1b", "fp32", {"lora_dropout": 0.1}),
+    pytest.param("llama-3.2-1b", "fp32", {"lora_dropout": 0.1}, marks=pytest.mark.sweep),  # bf16's above: stop 74
     ("llama-3.2-1b", "bf16-pure", {"lora_train_embeddings": True}),
     ("llama-3.2-1b", "bf16", {"quant": "nf4"}),
     ("qwen2.5-0.5b", "bf16", {"quant": "fp4", "lora_targets": "attention"}),
@@ -91,12 +91,16 @@ LORA_CASES = [  # LoRA's terms, pinned as the change they make to the peak again
     ("llama-3.2-1b", "bf16", {"quant": "int8"}),  # inputs kept in ctx where lora_A saves its own copy
     ("llama-3.2-1b", "fp32", {"quant": "int8", "lora_targets": "attention"}),  # only unadapted groups' inputs
     ("llama-3.2-1b", "bf16", {"quant": "int8", "checkpointing": "every-4"}),  # every input in checkpointed layers
-    ("llama-3.2-1b", "bf16", {"quant": "int8", "checkpointing": "offload"}),  # the offload hooks miss them too
+    # the offload hooks miss them too (the sweep tier's since stop 74, 9 s of a worker in make test, for CI's room)
+    pytest.param("llama-3.2-1b", "bf16", {"quant": "int8", "checkpointing": "offload"}, marks=pytest.mark.sweep),
     # GPTQ/AWQ as gptqmodel trains them (recipe.quant.GptqStandIn, AwqStandIn); the bundled trainer refuses them
     ("llama-3.2-1b", "bf16", {"quant": "gptq", "framework": "hf"}),  # every dequantized weight saved
     ("llama-3.2-1b", "bf16", {"quant": "gptq", "framework": "hf", "checkpointing": "full"}),  # one layer's
     ("llama-3.2-1b", "fp16", {"quant": "awq", "framework": "hf"}),  # inputs saved, weight repeated per row
-    ("llama-3.2-1b", "fp16", {"quant": "awq", "framework": "hf", "checkpointing": "full"}),
+    # AWQ's checkpointed layer as GPTQ's (the sweep tier's since stop 74, 11 s)
+    pytest.param(
+        "llama-3.2-1b", "fp16", {"quant": "awq", "framework": "hf", "checkpointing": "full"}, marks=pytest.mark.sweep
+    ),
     # compressed-tensors and HQQ as transformers 4.57 runs them (recipe.prequant.CtStandIn, HqqStandIn; the layers'
     # bytes pinned to the real ones in tests/probes/test_prequant.py)
     ("llama-3.2-1b", "bf16", {"quant": "ct-w4a16", "framework": "hf", "release": "4.54"}),  # the dense copies

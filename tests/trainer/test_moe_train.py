@@ -22,16 +22,17 @@ def moe_config(tmp_path, coef: float) -> str:
     return str(path)
 
 
-# accumulation on one rank in the sweep tier since stop 71, for CI's room (the six launches took 69 s of a worker in
-# make test): on every commit the accumulation is over 2 ranks, and tests/trainer/test_equivalence.py accumulates on one
-@pytest.mark.parametrize("one_rank_accum", [False, pytest.param(True, marks=pytest.mark.sweep)], ids=["commit", "more"])
-def test_moe_splits_give_the_same_losses_and_aux_loss(tmp_path, one_rank_accum):
+# accumulation on one rank in the sweep tier since stop 71, and torch DDP's since stop 74, for CI's room (the six launches
+# took 69 s of a worker in make test, the five 91 s at stop 74): on every commit the accumulation is over 2 ranks under
+# FSDP2, and tests/trainer/test_equivalence.py accumulates on one rank and over DDP's two
+@pytest.mark.parametrize("more", [False, pytest.param(True, marks=pytest.mark.sweep)], ids=["commit", "more"])
+def test_moe_splits_give_the_same_losses_and_aux_loss(tmp_path, more):
     pytest.importorskip("deepspeed")
     model = moe_config(tmp_path, 0.5)  # a coefficient large enough to move the token losses
     runs = {
         "1 rank, micro 4, accum 1": (1, {"micro_batch": 4, "grad_accum": 1}),
-        **({"1 rank, micro 1, accum 4": (1, {"micro_batch": 1, "grad_accum": 4})} if one_rank_accum else {}),
-        "2 ranks, micro 1, accum 2": (2, {"micro_batch": 1, "grad_accum": 2}),
+        **({"1 rank, micro 1, accum 4": (1, {"micro_batch": 1, "grad_accum": 4})} if more else {}),
+        **({"2 ranks, micro 1, accum 2": (2, {"micro_batch": 1, "grad_accum": 2})} if more else {}),
         "DeepSpeed ZeRO-2, 2 ranks, micro 2, accum 1": (
             2,
             {
