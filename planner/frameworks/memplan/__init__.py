@@ -4,7 +4,7 @@ parallelism, and the splits its loop refuses (trainer/setup.py, trainer/step.py,
 here prune the search so that `suggest` never ranks a plan `planner train` then refuses."""
 
 from planner.frameworks.base import Framework, Rule
-from planner.frameworks.runs import TORCH_OPTIMIZERS
+from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_ONE_STATE
 
 
 def _split(k: dict) -> bool:
@@ -56,7 +56,9 @@ FRAMEWORK = Framework(
         # --tuner_type llamapro does (recipe/model.py _insert_blocks: copies of the layer before, o_proj and
         # down_proj zeroed, after the checkpoint is loaded)
         "trained_layout": ("last", "interleaved", "first", "inserted"),
-        "optimizer": TORCH_OPTIMIZERS,  # recipe/optim.py builds torch's and bitsandbytes' optimizers only
+        # recipe.make_optimizer builds torch's and bitsandbytes' optimizers only: AdamW's kinds, SGD, Adafactor, and
+        # since stop 74 the one-state ones (Lion, RMSprop, Adagrad: tests/trainer/test_one_state_train.py)
+        "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_ONE_STATE),
         # a user's DeepSpeed JSON without an optimizer: the trainer steps its torch optimizer as DeepSpeed's client
         # (it always does: recipe/dist.py:19-25 drops the optimizer block; its own export names one, counted as fused)
         "client_optimizer": (False, True),
