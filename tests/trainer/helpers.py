@@ -72,3 +72,23 @@ def signal_tree(pid: int, sig) -> None:
             os.kill(p, sig)
         except ProcessLookupError:
             pass
+
+
+def run_losses(log: Path, steps: int, micro: int = 4, accum: int = 1, grad_clip: float = 1.0, **knobs) -> list[float]:
+    """One rank of the bundled trainer in this process (nothing to launch): TINY's model and rows, fp32 unless the
+    knobs say otherwise; each step's loss."""
+    from planner.config.spec import Knobs
+    from trainer.loop import run
+    from trainer.runconfig import RunConfig
+
+    cfg = RunConfig(
+        **TINY,
+        micro_batch=micro,
+        grad_accum=accum,
+        max_steps=steps,
+        knobs=Knobs.make(**{"precision": "fp32", **knobs}),
+        device="cpu",
+        grad_clip=grad_clip,
+        log=str(log),
+    )
+    return [r["loss"] for r in run(cfg)]

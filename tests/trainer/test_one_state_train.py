@@ -8,27 +8,14 @@ import pytest
 
 pytest.importorskip("transformers")
 pytest.importorskip("bitsandbytes")
-from planner.config.spec import Knobs
-from trainer.loop import run
-from trainer.runconfig import RunConfig
+from tests.trainer.helpers import run_losses
 
 STEPS = 6
 REL_TOL = 1e-5  # as tests/trainer/test_equivalence.py
 
 
 def losses(tmp_path, optimizer: str, micro: int = 4, accum: int = 1) -> list[float]:
-    cfg = RunConfig(
-        model="debug-llama",
-        micro_batch=micro,
-        grad_accum=accum,
-        seq_len=48,
-        lr=1e-3,
-        max_steps=STEPS,
-        knobs=Knobs.make(precision="fp32", optimizer=optimizer),
-        device="cpu",
-        log=str(tmp_path / f"{optimizer}-{micro}x{accum}.jsonl"),
-    )
-    return [r["loss"] for r in run(cfg)]
+    return run_losses(tmp_path / f"{optimizer}-{micro}x{accum}.jsonl", STEPS, micro, accum, optimizer=optimizer)
 
 
 @pytest.fixture(scope="module")

@@ -6,28 +6,14 @@ splits of its global batch: 10 fp32 steps of a tiny model on CPU (run in this pr
 import pytest
 
 pytest.importorskip("transformers")
-from planner.config.spec import Knobs
-from trainer.loop import run
-from trainer.runconfig import RunConfig
+from tests.trainer.helpers import run_losses
 
 STEPS = 10
 REL_TOL = 1e-5  # the tolerance
 
 
 def losses(tmp_path, name: str, grad_clip: float = 1.0, micro: int = 4, accum: int = 1, **knobs) -> list[float]:
-    cfg = RunConfig(
-        model="debug-llama",
-        micro_batch=micro,
-        grad_accum=accum,
-        seq_len=48,
-        lr=1e-3,
-        max_steps=STEPS,
-        knobs=Knobs.make(precision="fp32", **knobs),
-        device="cpu",
-        grad_clip=grad_clip,
-        log=str(tmp_path / f"{name}.jsonl"),
-    )
-    return [r["loss"] for r in run(cfg)]
+    return run_losses(tmp_path / f"{name}.jsonl", STEPS, micro, accum, grad_clip, **knobs)
 
 
 @pytest.fixture(scope="module")
