@@ -13,6 +13,13 @@ in place of the vocabulary logits.
   row (swift/loss/embedding.py:181-215: the [B, D] queries against the [B x (negatives + 1), D] documents, gathered
   over the data-parallel ranks, cross-entropy over that similarity matrix).
 - generative-reranker: the causal LM and its vocabulary head (ms-swift scores the yes/no token's logits).
+- seq-cls's reward model where the framework trains trl's value-head model (Framework.value_head_rm: LLaMA-Factory's
+  stage rm, 0.9.5 model/loader.py:185-187): the causal LM keeps its vocabulary head, whose logits every forward makes
+  and casts to fp32 before they are discarded (trl 0.24.0 models/modeling_value_head.py:169-181), beside trl's
+  ValueHead (dropout 0.1, the fp32 Linear to one value: :50-59); the pairwise loss over the last valid token's values
+  (LLaMA-Factory 0.9.5 train/rm/trainer.py:98-109). The ValueHead's hidden + 1 fp32 parameters are not counted; an
+  untied vocabulary head gets no gradient (its logits are discarded), so full fine-tuning's gradient and optimizer
+  states for it are an over-count where torch's optimizer makes none (DeepSpeed's flat partitions do hold them).
 """
 
 from __future__ import annotations
@@ -25,11 +32,19 @@ from planner.model.modelspec import ModelSpec, Tensors
 FP32 = 4
 
 
-def task_model(m: ModelSpec, task: str, num_labels: int) -> ModelSpec:
+def value_head_rm(k) -> bool:
+    """The framework trains this seq-cls reward model as trl's value-head model (Framework.value_head_rm); `k`: Knobs."""
+    from planner.frameworks import FRAMEWORKS, adapter
+
+    return k.task == "seq-cls" and k.framework in FRAMEWORKS and adapter(k.framework, k.release).value_head_rm
+
+
+def task_model(m: ModelSpec, task: str, num_labels: int, value_head: bool = False) -> ModelSpec:
     """The model a task trains: seq-cls and reranker a score head of num_labels x hidden in place of the vocabulary
     head (the input embedding stays, untied), its logits num_labels a token; embedding no logits at all (lm_head's
-    weight is kept: its forward is the identity). Idempotent (Setup applies it)."""
-    if task not in NO_VOCABULARY or m.name.endswith(f" ({task})"):
+    weight is kept: its forward is the identity); `value_head` (value_head_rm) the causal LM whole. Idempotent (Setup
+    applies it)."""
+    if task not in NO_VOCABULARY or value_head or m.name.endswith(f" ({task})"):
         return m
     if task == "embedding":
         return replace(m, name=f"{m.name} ({task})", text=replace(m.text, vocab=0))
@@ -68,6 +83,17 @@ def similarity_matrix_bytes(queries: int, documents: int) -> int:
 def pooled_embeddings_bytes(rows: int, hidden: int, compute_bytes: int) -> int:
     """The last token's hidden state per row and its L2-normalized copy (F.normalize saves its input and norm)."""
     return 2 * rows * hidden * compute_bytes + FP32 * rows
+
+
+def value_head_bytes(tokens: int, vocab: int, hidden: int, compute_bytes: int, amp: bool) -> int:
+    """At the value-head model's forward end: the vocabulary logits in the compute dtype and their fp32 copy (one copy
+    where they are fp32 already), the ValueHead's dropout mask (CUDA's fused dropout, one byte an element) and its
+    Linear's saved input (the fp32 cast, or its bf16 copy under autocast) over every token, and the values. Measured
+    on LLaMA-Factory 0.9.5's compute_loss and trl 0.24.0's ValueHead (probes/lf_valuehead.py): exact but for the CPU's
+    dropout, which keeps a 2-byte noise tensor where CUDA keeps the mask (tests/probes/test_lf_valuehead.py)."""
+    logits = tokens * vocab * (compute_bytes + FP32 if compute_bytes != FP32 else FP32)
+    saved = 2 if amp else FP32  # the Linear's input: autocast's bf16 copy, or the fp32 cast
+    return logits + tokens * hidden * (1 + saved) + tokens * (2 if amp else FP32)
 
 
 def task_head_bytes(task: str, rows: int, tokens: int, hidden: int, num_labels: int, negatives: int, c: int, dp: int):

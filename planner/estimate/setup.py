@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from planner.config.spec import Knobs
 from planner.estimate.freeze import expanded_model
-from planner.estimate.heads import task_model
+from planner.estimate.heads import task_model, value_head_rm
 from planner.model.modelspec import ModelSpec
 
 
@@ -35,7 +35,7 @@ class Setup:
     memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):  # the model the task trains: a score head or none in place of the vocabulary head, and
-        model = task_model(self.model, self.knobs.task, self.knobs.num_labels)
+        model = task_model(self.model, self.knobs.task, self.knobs.num_labels, value_head_rm(self.knobs))
         object.__setattr__(self, "model", expanded_model(model, self.knobs))  # ms-swift's LLaMA-Pro blocks
 
     @classmethod

@@ -103,6 +103,11 @@ def _logits_loss_bytes(s: Setup) -> int:
     if w.rl:  # TRL scores the completion tokens with its fused log-prob head (a packed row: each row it packs)
         scored = rows * width // s.seq_len * max(1, min(s.seq_len, w.scored_tokens()))
         return recipe_terms.logprob_head_bytes(t, scored, p, head_grad)
+    if heads.value_head_rm(s.knobs):  # trl's value-head model: the logits made and cast, then discarded
+        c = act.saved_dtype_bytes(p)[1]
+        k = s.knobs  # under torch's autocast (AMP without DeepSpeed or FSDP), the ValueHead's Linear runs in bf16
+        amp = k.precision in ("bf16", "fp16") and k.zero_stage == 0 and k.fsdp == "off"
+        return heads.value_head_bytes(rows * width, t.vocab, t.hidden, c, amp)
     if s.knobs.task in NO_VOCABULARY:  # a score head or none (planner.estimate.heads)
         k, dp = s.knobs, s.knobs.data_parallel_of(s.world_size)
         c = act.saved_dtype_bytes(p)[1]

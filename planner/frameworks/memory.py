@@ -123,6 +123,9 @@ class Memory:
     kto_kl_after: bool = False
     # its DPO and KTO score the whole logits cast to fp32, one log_softmax over every row (planner.estimate.fp32_logps)
     fp32_logps: bool = False
+    # its reward model (seq-cls, one label, chosen and rejected rows) is trl's value-head model: the causal LM keeps its
+    # vocabulary head and makes the whole logits beside the value head (planner.estimate.heads.value_head_bytes)
+    value_head_rm: bool = False
     # its KTO keeps the rows' fp32 logits over the KL batch's pass and copies the chosen and rejected rows out of them
     kto_keeps_logits: bool = False
     # its KTO takes the policy's entropy from a flattened copy of its whole logits after the reference's forward, both

@@ -53,6 +53,9 @@ FRAMEWORK = Framework(
     kto_kl_after=True,  # KTO: the rows' forward, then the KL batch's without grad (0.9.5 train/kto/trainer.py:187-189)
     fp32_logps=True,  # DPO and KTO: .logits.to(torch.float32), one log_softmax (dpo/trainer.py:230, kto/trainer.py:179)
     kto_keeps_logits=True,  # KTO's chosen / rejected logits indexed out of the rows' (kto/trainer.py:194-196)
+    # stage rm: trl's AutoModelForCausalLMWithValueHead over the causal LM (0.9.5 model/loader.py:185-187), its logits
+    # made and cast to fp32 in every forward (trl 0.24.0 models/modeling_value_head.py:169-181), then discarded
+    value_head_rm=True,
     # DPO's and KTO's trainers zero every dropout (disable_dropout True: v0.9.4 src/llamafactory/train/dpo/trainer.py:51,
     # :57-60, kto/trainer.py:50, :56-59; v0.7.1 src/llmtuner/train/dpo/trainer.py:28-34); its PPO (TRL 0.9's) does not
     zeroes_dropout={
@@ -120,9 +123,11 @@ FRAMEWORK = Framework(
         # (finetuning_args.py:464)
         "lora_variant": ("lora", "dora", "oft"),
         "dataparallel": (False, True),  # before v0.8 only (rules)
-        "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
-        "negatives": (0,),
-        "task": ("causal-lm",),  # stage rm keeps the vocabulary head (a value head beside it): not planned yet
+        # stage rm: a reward model (seq-cls, one value, chosen and rejected rows: rules) as trl's value-head model,
+        # the vocabulary head kept beside it (Framework.value_head_rm); the causal LM's other stages
+        "num_labels": (1,),
+        "negatives": (0, 1),
+        "task": ("causal-lm", "seq-cls"),
         # freeze_vision_tower false beside LoRA keeps the tower's linears in lora_target all (0.9.5
         # model/model_utils/misc.py:40-41, visual.py:200-209): adapters on the tower
         "lora_vision": (False, True),

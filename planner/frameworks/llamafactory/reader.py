@@ -157,11 +157,16 @@ def _stage(c: Collector, f: dict[str, Flag], near=None) -> str:
             c.note(f"{f['ref_model'].source} (a separate reference model is not planned yet)")
     elif stage == "ppo":  # every role in every process, the policy's own generate (reader_ppo)
         read_ppo(c, f, src, near)
-    elif stage not in ("sft", "pt"):  # rm: not seq-cls: trl's AutoModelForCausalLMWithValueHead keeps lm_head and
-        # its fp32 logits over chosen and rejected rows (model/loader.py:185-186; trl 0.24.0 modeling_value_head.py:
-        # 169-179): SFT's plan would under-count it, so it is refused, as any other stage is
-        what = " (a value head beside the vocabulary head over chosen and rejected rows)" if stage == "rm" else ""
-        raise BadInput(f"{src}{what}: not planned (memplan plans stage sft, pt, dpo, kto and ppo)", "workload")
+    elif stage == "rm":  # a reward model: trl's AutoModelForCausalLMWithValueHead (model/loader.py:185-187), its
+        # vocabulary head kept and its logits made and cast to fp32 (trl 0.24.0 modeling_value_head.py:169-181), one
+        # value over the chosen and the rejected row (train/rm/trainer.py:98-109; Framework.value_head_rm)
+        key = KEYS.key("workload.kind")
+        head = f"{src} (trl's value-head model over chosen and rejected rows: train/rm/trainer.py:98-109)"
+        c.set("task", "seq-cls", head, key)
+        c.set("num_labels", 1, f"{src} (one value a row)", key)
+        c.set("negatives", 1, f"{src} (the rejected row beside the chosen: the pairwise collator)", key)
+    elif stage not in ("sft", "pt"):
+        raise BadInput(f"{src}: not planned (memplan plans stage sft, pt, rm, dpo, kto and ppo)", "workload")
     return stage
 
 

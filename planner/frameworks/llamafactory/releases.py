@@ -279,6 +279,12 @@ RULES = (
         lambda k: bool(expert_targets(k)),
     ),
     *hf_ppo_rules("stage ppo", "train/ppo/trainer.py:348", "LLaMA-Factory's sft and dpo stages"),
+    Rule(  # stage rm: trl's value-head model over chosen and rejected rows (train/rm/workflow.py:45, rm/trainer.py:98-109)
+        "task",
+        "stage rm is LLaMA-Factory's seq-cls: a reward model's one value over chosen and rejected rows (give "
+        "--num-labels 1 --negatives 1)",
+        lambda k: k.get("task") == "seq-cls" and (k.get("negatives") != 1 or k.get("num_labels") != 1),
+    ),
     Rule(  # v0.7.1 cli.py:64-65 ran run_exp in its own process, HF's Trainer then nn.DataParallel
         "dataparallel",
         "--dataparallel is one process over the visible GPUs, which LLaMA-Factory ran before v0.8.0 only "

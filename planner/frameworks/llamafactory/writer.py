@@ -186,7 +186,10 @@ def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
 def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
     k = keys_of(plan)
     out: list[Entry] = [
-        (*k("workload.kind", plan.workload.kind), ""),
+        # a seq-cls plan is its reward model: stage rm, trl's value-head model (Framework.value_head_rm)
+        (*k("workload.kind", "rm"), "a reward model over chosen and rejected rows")
+        if plan.task == "seq-cls"
+        else (*k("workload.kind", plan.workload.kind), ""),
         ("do_train", True, ""),
         (
             *k(

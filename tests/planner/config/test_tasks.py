@@ -15,7 +15,10 @@ from planner.errors import BadInput
         ({"task": "seq-cls", "framework": "swift", "workload": {"kind": "dpo"}}, "task", "--workload dpo"),
         ({"task": "embedding", "framework": "swift", "loss": "fused"}, "loss", "no vocabulary head"),
         ({"task": "seq-cls"}, "task", "--framework memplan"),
-        ({"task": "seq-cls", "framework": "llamafactory"}, "task", "it runs causal-lm"),
+        ({"task": "embedding", "framework": "llamafactory"}, "task", "it runs causal-lm, seq-cls"),
+        # LLaMA-Factory's seq-cls is its stage rm's reward model: pairs of one value a row
+        ({"task": "seq-cls", "framework": "llamafactory"}, "task", "give --num-labels 1 --negatives 1"),
+        ({"task": "seq-cls", "framework": "llamafactory", "num_labels": 3}, "num_labels", "--num-labels 3: it runs 1"),
         ({"task": "embedding", "framework": "trl"}, "task", "it runs causal-lm, seq-cls"),
     ],
 )

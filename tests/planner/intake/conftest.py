@@ -15,8 +15,6 @@ REFUSED = {
     DATA / "llamafactory/examples/extras/badam/llama3_full_sft.yaml": "use_badam: True: BAdam",
     # an AQLM checkpoint, by its name (planner.model.prequant.unplanned_by_name)
     DATA / "llamafactory/examples/train_qlora/llama3_lora_sft_aqlm.yaml": "is an aqlm checkpoint (as its name says)",
-    # stage rm: a value head beside the vocabulary head, SFT's plan would under-count it (llamafactory reader._stage)
-    DATA / "llamafactory/examples/train_lora/qwen3_lora_reward.yaml": "stage: rm (a value head beside the vocabulary",
     # LLaMA-Factory files that train nothing (planner.frameworks.llamafactory.reader_launch.not_training)
     DATA / "llamafactory/examples/inference/qwen3.yaml": "infer_backend: huggingface: llamafactory-cli chat's",
     DATA
