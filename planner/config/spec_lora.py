@@ -56,16 +56,19 @@ def oft_rules(k: KnobFields) -> None:
     """OFT's terms (planner.estimate.oft) are pinned on a 16-bit or bitsandbytes 4-bit base's decoder linears (the
     4-bit linear saves no input, as the half one: bitsandbytes 0.50.2 autograd/_functions.py:357-358; one OFT linear
     over a real nf4 base on CPU keeps and holds the same bytes as over a bf16 one), on one GPU, DDP, ZeRO 1-3 or FSDP
-    (DeepSpeed and FSDP run the rotations in half: planner.estimate.oft.mode); no int8 or prequantized base, no
-    tower adapters, no dropout (PEFT's OFT has only its block-wise module_dropout, which memplan does not plan)."""
+    (DeepSpeed and FSDP run the rotations in half: planner.estimate.oft.mode); and on a GPTQ or AWQ checkpoint (AWQ's
+    in the fp16 it loads in), whose quantized linear PEFT wraps in the same OFT Linear, the input rotated before the
+    base runs (peft 0.21.2 tuners/oft/model.py:38-39, layer.py:638-660): the base's terms are LoRA's on it
+    (tests/probes/test_oft.py). No int8 or other prequantized base, no tower adapters, no dropout (PEFT's OFT has
+    only its block-wise module_dropout, which memplan does not plan)."""
     if k.lora_variant != "oft":
         return
     _refuse_first(
         (
-            (k.quant not in ("none", "nf4", "fp4"), f"--quant {k.quant}"),
+            (k.quant not in ("none", "nf4", "fp4", "gptq", "awq"), f"--quant {k.quant}"),
             *_plain_base(k)[1:],
             (k.lora_dropout > 0, f"--lora-dropout {k.lora_dropout}"),
-            (k.precision in ("fp32", "fp16"), f"--precision {k.precision}"),
+            (k.precision == "fp32" or (k.precision == "fp16" and k.quant != "awq"), f"--precision {k.precision}"),
             (k.checkpointing == "selective-op", "--checkpointing selective-op"),
             _stacked_experts(k),
         ),

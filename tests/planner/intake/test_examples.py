@@ -24,11 +24,10 @@ CITATION = re.compile(r"\([^()]*[\w/.-]+\.(py|json|yaml)(:[\d,-]+)?[^()]*\)")
 # quantize ops: rules.transformers_5_quant)
 NOT_AT_ITS_LINE = {
     DATA / "swift/examples/train/qlora/hqq.sh": "give --framework swift@3.9",
-    # LLaMA-Factory 0.9.5 runs OFT on a GPTQ or AWQ base (model/adapter.py:306-308); memplan's OFT terms are pinned on
-    # bf16 and bitsandbytes 4-bit bases only (planner.config.spec_lora.oft_rules): refused in one line
-    DATA / "llamafactory/examples/extras/qoft/llama3_oft_sft_gptq.yaml": "--lora-variant oft with --quant gptq is not",
-    DATA / "llamafactory/examples/extras/qoft/llama3_oft_sft_awq.yaml": "--lora-variant oft with --quant awq is not",
 }
+# LLaMA-Factory 0.9.5 runs OFT on a GPTQ or AWQ base (model/adapter.py:306-308), which memplan plans since stop 74
+# (planner.config.spec_lora.oft_rules; refused before): its two examples plan
+QOFT = [DATA / f"llamafactory/examples/extras/qoft/llama3_oft_sft_{q}.yaml" for q in ("gptq", "awq")]
 
 
 # what a refusal says beside the value it names, where it is not "not planned"
@@ -188,3 +187,11 @@ def test_every_example_gives_the_plan_its_flags_give(path):
         dict(b.knobs),
     )
     assert a.memory.device_total_bytes == b.memory.device_total_bytes
+
+
+@pytest.mark.parametrize("path", QOFT, ids=_id)
+def test_oft_on_a_prequantized_checkpoint_plans(path):
+    reading = intake.read([str(path)])
+    result = advise.check(advise.parse(advise.CheckRequest, {**answered(reading), "gpu": "h100"}))
+    quant = "gptq" if "gptq" in path.name else "awq"
+    assert (result.plan.knobs.lora_variant, result.plan.knobs.quant) == ("oft", quant)
