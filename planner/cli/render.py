@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from planner.cli.plain import Out, Table
 from planner.config.spec import GIB, Plan
+from planner.estimate.heads import value_head_rm
 from planner.frameworks import adapter
 
 console = Out()  # rich on a terminal; to a pipe, whole tables 170 columns wide, drawn without rich where it can
@@ -89,7 +90,7 @@ def breakdown_table(p: Plan) -> Table:
     head = "whole logits, ms-swift 3.2-3.6's VLM scoring" if "whole_logits_bytes" in m.detail else head
     head = "student and teacher logits, generalized JSD" if p.workload.kind == "gkd" else head  # planner.estimate.gkd
     head = f"{p.task} head" if p.task in ("seq-cls", "reranker", "embedding") else head  # planner.estimate.heads
-    if p.task == "seq-cls" and adapter(p.framework, p.release).value_head_rm:
+    if value_head_rm(p):
         head = "trl's value head beside the whole logits"  # planner.estimate.heads.value_head_bytes
     if p.loss != "standard" or m.detail.get("logits_loss_bytes"):
         t.add_row(f"of which logits/loss ({head})", gib(m.detail.get("logits_loss_bytes", 0)))

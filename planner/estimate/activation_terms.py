@@ -39,6 +39,11 @@ def activation_profile(k: Knobs) -> str:
     return "amp" if k.zero_stage == 0 and k.precision in ("fp16", "bf16") and k.lora_rank == 0 else "half"
 
 
+def torch_autocast(k: Knobs) -> bool:
+    """torch's autocast runs the step: mixed precision without DeepSpeed's or FSDP's own casts of the module."""
+    return k.precision in ("bf16", "fp16") and k.zero_stage == 0 and k.fsdp == "off"
+
+
 def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
     """torch.autocast caches a bf16 copy of every fp32 weight a matmul uses, and the matmul saves it
     for backward: without checkpointing every layer's copy lives until its backward; with it only
@@ -189,9 +194,8 @@ def tower_profile(s: Setup, profile: str, ckpt: str) -> str:
     model's profile (the sim of qwen2.5-vl-3b, gemma-3-4b, qwen3-vl-8b and internvl2.5-8b under bf16 AMP:
     tests/probes/test_tower_full.py)."""
     k, v = s.knobs, s.model.vision
-    amp = k.precision in ("bf16", "fp16") and k.zero_stage == 0 and k.fsdp == "off"
     layernorm = v.block != "rmsnorm-rotary"
-    return "amp" if s.lora and k.lora_tower_full and amp and ckpt == "off" and layernorm else profile
+    return "amp" if s.lora and k.lora_tower_full and torch_autocast(k) and ckpt == "off" and layernorm else profile
 
 
 def tiled_tower_bytes(s: Setup) -> int:

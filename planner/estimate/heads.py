@@ -33,7 +33,8 @@ FP32 = 4
 
 
 def value_head_rm(k) -> bool:
-    """The framework trains this seq-cls reward model as trl's value-head model (Framework.value_head_rm); `k`: Knobs."""
+    """The framework trains this seq-cls reward model as trl's value-head model (Framework.value_head_rm); `k`: Knobs
+    or a Plan."""
     from planner.frameworks import FRAMEWORKS, adapter
 
     return k.task == "seq-cls" and k.framework in FRAMEWORKS and adapter(k.framework, k.release).value_head_rm

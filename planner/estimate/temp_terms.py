@@ -31,6 +31,7 @@ from planner.estimate.activation_terms import (
     lora_layer_bytes,
     plora_layer_bytes,
     text_shape,
+    torch_autocast,
     ulysses_layer_bytes,
 )
 from planner.estimate.loss_dtype import half_loss
@@ -104,10 +105,8 @@ def _logits_loss_bytes(s: Setup) -> int:
         scored = rows * width // s.seq_len * max(1, min(s.seq_len, w.scored_tokens()))
         return recipe_terms.logprob_head_bytes(t, scored, p, head_grad)
     if heads.value_head_rm(s.knobs):  # trl's value-head model: the logits made and cast, then discarded
-        c = act.saved_dtype_bytes(p)[1]
-        k = s.knobs  # under torch's autocast (AMP without DeepSpeed or FSDP), the ValueHead's Linear runs in bf16
-        amp = k.precision in ("bf16", "fp16") and k.zero_stage == 0 and k.fsdp == "off"
-        return heads.value_head_bytes(rows * width, t.vocab, t.hidden, c, amp)
+        c = act.saved_dtype_bytes(p)[1]  # under torch's autocast the ValueHead's Linear runs in bf16
+        return heads.value_head_bytes(rows * width, t.vocab, t.hidden, c, torch_autocast(s.knobs))
     if s.knobs.task in NO_VOCABULARY:  # a score head or none (planner.estimate.heads)
         k, dp = s.knobs, s.knobs.data_parallel_of(s.world_size)
         c = act.saved_dtype_bytes(p)[1]
