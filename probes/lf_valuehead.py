@@ -6,7 +6,8 @@ to the head's fp32 dtype, a Linear to one value); LLaMA-Factory's PairwiseTraine
 takes -logsigmoid(chosen - rejected) of the last valid token's values (0.9.5 src/llamafactory/train/rm/trainer.py:
 98-109). Run with LLaMA-Factory's own venv it imports trl's ValueHead and LLaMA-Factory's compute_loss; the forward's
 three lines around them are trl's (:169-181). `python probes/lf_valuehead.py ROWS WIDTH VOCAB HIDDEN` prints the peak
-live bytes of the forward (to compute_loss's return) and of backward, over the hidden states' own bytes, as JSON."""
+live bytes of the forward (to compute_loss's return) and of backward, over the hidden states' own bytes, as JSON;
+with CONFIG_JSON EXAMPLES WIDTH after them, also a whole full fine-tuning step's peak (full_step_peak)."""
 
 from __future__ import annotations
 
@@ -111,6 +112,57 @@ def peaks(rows: int, width: int, vocab: int, hidden_size: int, amp: bool = False
     return {"source": SOURCE, "forward": forward, "backward": backward}
 
 
+class _ValueHeadModel(torch.nn.Module):
+    """trl's AutoModelForCausalLMWithValueHead around a causal LM: its forward (modeling_value_head.py:150-181) takes
+    the last hidden state and the logits from the base model's output, the ValueHead over the former."""
+
+    def __init__(self, base: torch.nn.Module):
+        super().__init__()
+        self.pretrained_model = base
+        config = type("Config", (), {"hidden_size": base.config.hidden_size, "summary_dropout_prob": 0.1})()
+        self.v_head = ValueHead(config) if ValueHead else _value_head(base.config.hidden_size)
+
+    def forward(self, input_ids, attention_mask, **_kwargs):
+        out = self.pretrained_model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
+        lm_logits, value = out.logits, self.v_head(out.hidden_states[-1]).squeeze(-1)
+        if lm_logits.dtype != torch.float32:
+            lm_logits = lm_logits.float()
+        return (lm_logits, None, value)
+
+
+def full_step_peak(config: dict, examples: int, width: int) -> int:
+    """Peak live bytes of the second of two full fine-tuning steps of the value-head model over a causal LM built from
+    `config` (a transformers config dict with model_type), fp32, `examples` chosen + rejected pairs of `width` tokens,
+    LLaMA-Factory's pairwise loss, AdamW foreach (recipe.make_optimizer): the weights and buffers counted from the
+    start."""
+    import transformers
+
+    from recipe import make_optimizer
+
+    torch.manual_seed(0)
+    fields = {k: v for k, v in config.items() if k != "model_type"}
+    cfg = transformers.AutoConfig.for_model(config["model_type"], **fields, pad_token_id=0)
+    model = _ValueHeadModel(transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa")).train()
+    ids = torch.randint(1, cfg.vocab_size, (2 * examples, width))
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    opt = make_optimizer(list(model.parameters()), "adamw")
+    t = LiveBytes()
+    t.add_existing(list(model.parameters()) + list(model.buffers()), "params")
+    with t:
+        for step in range(2):
+            if step == 1:
+                t.reset_peaks()
+            loss = compute_loss(model, inputs)
+            loss.backward()
+            del loss
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    return t.peak
+
+
 if __name__ == "__main__":
     rows, width, vocab, hidden = (int(a) for a in sys.argv[1:5])
-    print(json.dumps({amp: peaks(rows, width, vocab, hidden, amp == "amp") for amp in ("bf16-pure", "amp")}))
+    out = {amp: peaks(rows, width, vocab, hidden, amp == "amp") for amp in ("bf16-pure", "amp")}
+    if len(sys.argv) > 5:  # CONFIG_JSON EXAMPLES WIDTH: a whole full fine-tuning step too
+        out["full_step"] = full_step_peak(json.loads(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]))
+    print(json.dumps(out))

@@ -18,8 +18,8 @@ in place of the vocabulary logits.
   and casts to fp32 before they are discarded (trl 0.24.0 models/modeling_value_head.py:169-181), beside trl's
   ValueHead (dropout 0.1, the fp32 Linear to one value: :50-59); the pairwise loss over the last valid token's values
   (LLaMA-Factory 0.9.5 train/rm/trainer.py:98-109). The ValueHead's hidden + 1 fp32 parameters are not counted; an
-  untied vocabulary head gets no gradient (its logits are discarded), so full fine-tuning's gradient and optimizer
-  states for it are an over-count where torch's optimizer makes none (DeepSpeed's flat partitions do hold them).
+  untied vocabulary head gets no gradient (its logits are discarded): on one GPU without ZeRO or FSDP it is idle
+  (trained.frozen_modules), where DeepSpeed's flat partitions and FSDP hold its gradient and states.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import prod
 
 from planner.config.spec import Knobs
-from planner.estimate import boft, bottleneck, freeze, lora, oft, peft_tuners, quant
+from planner.estimate import boft, bottleneck, freeze, heads, lora, oft, peft_tuners, quant
 from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
 from planner.estimate.torchao_optim import TORCHAO_BLOCK
@@ -172,9 +172,12 @@ def _frozen_modules(s: Setup) -> str:
     idle = s.model.vision is not None and not s.image_tokens and s.world_size == 1
     plain = not s.lora and k.zero_stage == 0 and k.fsdp == "off"
     frozen = "vision+projector" if idle and plain else k.frozen
-    # an embedding run's lm_head: its forward is the identity (ms-swift 4.6 swift/model/patcher.py:109-119), so an
-    # untied head's weight takes no gradient and AdamW no state (on one GPU, as the idle tower above)
-    head = k.task == "embedding" and plain and s.world_size == 1 and any(t.role == "head" for t in s.model.tensors)
+    # an embedding run's lm_head: its forward is the identity (ms-swift 4.6 swift/model/patcher.py:109-119); trl's
+    # value-head model's (heads.value_head_rm): its logits are made and discarded (LLaMA-Factory 0.9.5
+    # train/rm/trainer.py:98-109 takes the values alone). Either way an untied head's weight takes no gradient and
+    # AdamW no state (on one GPU, as the idle tower above)
+    idle_head = k.task == "embedding" or heads.value_head_rm(k)
+    head = idle_head and plain and s.world_size == 1 and any(t.role == "head" for t in s.model.tensors)
     # an audio tower (Qwen2.5-Omni's thinker) never runs: a plan's rows hold no audio, and the thinker skips the tower
     # without input_features (modeling_qwen2_5_omni.py:1893, transformers 5.25); idle on one GPU as above
     audio = plain and s.world_size == 1 and any(t.role == "audio" for t in s.model.tensors)
