@@ -129,23 +129,24 @@ def test_checkpoint_names_follow_the_loading_code():
 @pytest.mark.parametrize("framework", list(PARSERS))
 def test_a_wrong_class_or_target_fails_the_validator(framework, tmp_path):
     """The transformers-native classes written for ms-swift's remote-code InternVL (the issue's bug), and a LoRA
-    target no module has, each fail the framework's validator."""
-    w = written(framework, "internvl", tmp_path, INTERNVL)
-    path = w.dir / PARSERS[framework][2]
+    target no module has, each fail the framework's validator (both files in one run of it, --each)."""
+    wrong_class, wrong_target = (written(framework, "internvl", tmp_path / d, INTERNVL) for d in ("class", "target"))
     broken = {
-        "swift": (w.dir / swift.FSDP_NAME, "InternVisionEncoderLayer", "InternVLVisionLayer"),
-        "llamafactory": (w.dir / llamafactory.ACCELERATE_NAME, "LlamaDecoderLayer", "InternLM2DecoderLayer"),
-        "axolotl": (path, "LlamaDecoderLayer", "InternLM2DecoderLayer"),
+        "swift": (swift.FSDP_NAME, "InternVisionEncoderLayer", "InternVLVisionLayer"),
+        "llamafactory": (llamafactory.ACCELERATE_NAME, "LlamaDecoderLayer", "InternLM2DecoderLayer"),
+        "axolotl": (PARSERS[framework][2], "LlamaDecoderLayer", "InternLM2DecoderLayer"),
     }[framework]
-    original = broken[0].read_text()
-    broken[0].write_text(original.replace(broken[1], broken[2]))
-    run = validate(framework, [path])
-    assert run.returncode != 0 and "Could not find the transformer layer class" in run.stdout
-    broken[0].write_text(original)
+    f = wrong_class.dir / broken[0]
+    f.write_text(f.read_text().replace(broken[1], broken[2]))
     target = {"swift": "wqkv", "llamafactory": "down_proj", "axolotl": "down_proj"}[framework]
-    path.write_text(path.read_text().replace(target, "no_such_proj"))
-    run = validate(framework, [path])
-    assert run.returncode != 0 and "matches no module" in run.stdout
+    f = wrong_target.dir / PARSERS[framework][2]
+    f.write_text(f.read_text().replace(target, "no_such_proj"))
+    paths = [w.dir / PARSERS[framework][2] for w in (wrong_class, wrong_target)]
+    run = validate(framework, [*paths, "--each"])
+    assert run.returncode != 0
+    said = {line.split(": ", 1)[0]: line for line in run.stdout.splitlines() if ": INVALID " in line}
+    assert "Could not find the transformer layer class" in said[str(paths[0])], run.stdout[-3000:]
+    assert "matches no module" in said[str(paths[1])], run.stdout[-3000:]
 
 
 def test_swifts_internvl_lora_reads_back_as_the_catalogs_names(tmp_path):

@@ -751,7 +751,7 @@ BROKEN = {
 }
 
 
-def validate(framework: str, paths: list[Path]) -> subprocess.CompletedProcess:
+def validate(framework: str, paths: list[Path | str]) -> subprocess.CompletedProcess:
     var, script, _ = PARSERS[framework]
     python = os.environ.get(var)
     if not python:
@@ -762,7 +762,7 @@ def validate(framework: str, paths: list[Path]) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=600,
-        cwd=paths[0].parent,
+        cwd=Path(paths[0]).parent,
     )
 
 
