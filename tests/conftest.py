@@ -297,7 +297,6 @@ SLOW = {
     "tests/probes/test_run.py::test_injected_faults_come_back_classified[hang-timeout]": 3,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[deepseek-v3]": 3,
     "tests/probes/test_quant.py::test_sharded_four_bit_base_per_rank": 28,
-    "tests/planner/export/test_frameworks_export.py::test_the_validators_catch_a_broken_file": 5,
     # issue 46 item 5: each framework's validator building every export's model on the meta device (2 cores,
     # 2026-12-04, pytest --durations=0 on the file)
     "tests/planner/export/test_export_names.py::test_a_wrong_class_or_target_fails_the_validator": 22,
@@ -371,10 +370,8 @@ SLOW = {
     "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[hf]": 12,
     "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[trl]": 12,
     # tests/planner/export: each framework's own parser in its venv (a Python start each)
-    "tests/planner/export/test_frameworks_export.py::test_exports_pass_the_frameworks_own_parsers": 6,
-    "tests/planner/export/test_parallel_exports.py::test_exports_pass_the_frameworks_own_config_code": 24,
-    "tests/planner/export/test_parallel_exports.py::test_the_validators_catch_a_broken_file": 22,
-    "tests/planner/export/test_parallel_exports.py::test_the_verl_validator_runs_verls_heads_rule": 26,
+    "tests/planner/export/test_frameworks_export.py::test_exports_pass_the_frameworks_own_parsers_and_a_broken_one_fails": 6,
+    "tests/planner/export/test_parallel_exports.py::test_exports_pass_the_frameworks_own_config_code_and_broken_files_fail": 24,
     "tests/planner/export/test_parallel_hf_export.py::test_the_exports_pass_accelerate_transformers_and_deepspeed": 23,
     "tests/planner/export/test_parallel_hf_export.py::test_the_validator_catches_a_broken_file": 8,
     "tests/planner/estimate/test_swift_sp_loss.py::test_swift_sequence_parallel_loss_matches_its_own_functions": 8,

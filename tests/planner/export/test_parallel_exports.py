@@ -190,7 +190,8 @@ BROKEN = {
 }
 
 
-def validate(framework: str, ws: list[SimpleNamespace]) -> subprocess.CompletedProcess:
+def validate(framework: str, ws: list[SimpleNamespace], *more: str) -> subprocess.CompletedProcess:
+    """The framework's validator over the written files' paths and `more` arguments (--each, PATH@H,K for verl)."""
     python = os.environ.get(VARS[framework])
     if not python:
         pytest.skip(f"{VARS[framework]} is not set: the python of a venv with {framework} installed runs this check")
@@ -198,7 +199,7 @@ def validate(framework: str, ws: list[SimpleNamespace]) -> subprocess.CompletedP
     if framework == "verl":  # the tiny stand-in model carries the planned heads (every case plans the same model)
         extra = ["--heads", str(ws[0].model.text.heads), "--kv-heads", str(ws[0].model.text.kv_heads)]
     return subprocess.run(
-        [python, str(VALIDATORS / f"{framework}_validate.py"), *extra, *(str(w.path) for w in ws)],
+        [python, str(VALIDATORS / f"{framework}_validate.py"), *extra, *(str(w.path) for w in ws), *more],
         check=False,
         capture_output=True,
         text=True,
@@ -208,28 +209,20 @@ def validate(framework: str, ws: list[SimpleNamespace]) -> subprocess.CompletedP
 
 
 @pytest.mark.parametrize("framework", list(CASES))
-def test_exports_pass_the_frameworks_own_config_code(framework, tmp_path):
+def test_exports_pass_the_frameworks_own_config_code_and_broken_files_fail(framework, tmp_path):
+    """Every case passes the framework's own config code; a broken file fails it, and for verl Qwen2.5-7B's 28 heads
+    and 4 KV heads take Ulysses 4 where a stand-in with 30 and 5 does not (verl's assertion): one validator run
+    (--each)."""
     ws = [written(framework, case, tmp_path) for case in CASES[framework]]
-    run = validate(framework, ws)
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-8000:]
-    assert run.stdout.count(": OK ") == len(ws)
-    if framework == "verl":
-        assert "ulysses=4" in run.stdout and f"accum={ws[1].plan.grad_accum}" in run.stdout
-
-
-@pytest.mark.parametrize("framework", list(CASES))
-def test_the_validators_catch_a_broken_file(framework, tmp_path):
-    w = written(framework, next(iter(CASES[framework])), tmp_path)
+    broken = written(framework, next(iter(CASES[framework])), tmp_path / "broken")
     old, new = BROKEN[framework]
-    assert old in w.path.read_text()
-    w.path.write_text(w.path.read_text().replace(old, new))
-    run = validate(framework, [w])
-    assert run.returncode != 0 and "INVALID" in run.stdout
-
-
-def test_the_verl_validator_runs_verls_heads_rule(tmp_path):
-    """Qwen2.5-7B's 28 heads and 4 KV heads take Ulysses 4; a stand-in with 30 and 5 does not (verl's assertion)."""
-    w = written("verl", "sp4_lora_two_nodes", tmp_path)
-    w.model = SimpleNamespace(text=SimpleNamespace(heads=30, kv_heads=5))
-    run = validate("verl", [w])
-    assert run.returncode != 0 and "must be divisible by ulysses_sp_size" in run.stdout + run.stderr
+    assert old in broken.path.read_text()
+    broken.path.write_text(broken.path.read_text().replace(old, new))
+    heads = [f"{ws[1].path}@30,5"] if framework == "verl" else []  # sp4_lora_two_nodes
+    run = validate(framework, [*ws, broken], *heads, "--each")
+    said = dict(line.split(": ", 1) for line in run.stdout.splitlines() if ": OK " in line or ": INVALID " in line)
+    assert all(said[str(w.path)].startswith("OK ") for w in ws), run.stdout[-4000:] + run.stderr[-8000:]
+    assert said[str(broken.path)].startswith("INVALID ") and run.returncode != 0, run.stdout[-4000:]
+    if framework == "verl":
+        assert "ulysses=4" in said[str(ws[1].path)] and f"accum={ws[1].plan.grad_accum}" in run.stdout
+        assert "must be divisible by ulysses_sp_size" in said[heads[0]], run.stdout[-4000:]

@@ -162,8 +162,9 @@ def main(argv: list[str]) -> int:
         h, k = (int(x) for x in own.split(",")) if own else (heads, kv_heads)
         return check(Path(path).resolve(), h, k, scratch)
 
+    each = ["--each"] if "--each" in argv else []  # verdict.verdicts: every file checked
     with tempfile.TemporaryDirectory() as scratch:
-        return verdicts(paths, lambda arg: one(str(arg), Path(scratch)))
+        return verdicts(paths + each, lambda arg: one(str(arg), Path(scratch)))
 
 
 if __name__ == "__main__":
