@@ -17,7 +17,6 @@ torchtune logs it: the peak allocated).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -28,7 +27,7 @@ import traceback
 from pathlib import Path
 
 import tomllib
-from results_io import cpu_meta, meta_line, publish, report_or_out
+from results_io import cpu_meta, meta_line, out_or_report, publish
 
 # the corpus is read offline, as CI reads it: a model id memplan lacks is never fetched from the Hub (planner.intake.hub)
 os.environ.setdefault("MEMPLAN_HUB", "0")
@@ -178,11 +177,8 @@ def _compared(r: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", help="results JSON (a .md table is written beside it)")
-    parser.add_argument("--report", help="print the markdown of stored results; run nothing")
-    args = parser.parse_args()
-    if report_or_out(parser, args, markdown):
+    args = out_or_report(__doc__, markdown)
+    if args is None:
         return
     rows = [row(folder, meta) for folder, meta in runs()]
     publish(args.out, rows, cpu_meta(("pydantic",)) | {"memplan": git_head()}, markdown)

@@ -28,6 +28,18 @@ def report_or_out(parser, args, markdown) -> bool:
     return False
 
 
+def out_or_report(doc: str, markdown):
+    """Parse the `--out` / `--report` pair of a benchmark with nothing else to set: the arguments, or None when
+    --report printed its table (report_or_out)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--out", help="results JSON (a .md table is written beside it)")
+    parser.add_argument("--report", help="print the markdown of stored results; run nothing")
+    args = parser.parse_args()
+    return None if report_or_out(parser, args, markdown) else args
+
+
 def cpu_meta(packages: tuple[str, ...]) -> dict:
     """Date, this machine's CPUs and the versions of `packages`, for a benchmark run on the CPU."""
     return {
