@@ -53,7 +53,7 @@ def emitted(case: str, folder: Path):
     return result.plan, d
 
 
-def validate(folders: list[Path]) -> subprocess.CompletedProcess:
+def validate(folders: list[Path | str]) -> subprocess.CompletedProcess:
     env_port = {"MASTER_PORT": str(free_port())}
     return subprocess.run(
         [sys.executable, str(VALIDATOR), *map(str, folders)],
@@ -104,25 +104,24 @@ def test_tensor_parallel_is_deepspeeds_autotp(tmp_path):
     assert plan.launch.command.startswith("deepspeed --num_gpus 8") and not (d / "accelerate_config.yaml").exists()
 
 
-def test_the_exports_pass_accelerate_transformers_and_deepspeed(tmp_path):
+BROKEN = [  # (case, file, old, new): each a file the validator refuses
+    ("hf_ulysses_lora_z3", "accelerate_config.yaml", "parallelism_config_sp_size", "parallelism_config_sp_sise"),
+    ("hf_cp_ring_fsdp", "accelerate_config.yaml", "dp_shard_size: 4", "dp_shard_size: 3"),
+    ("deepspeed_autotp_z1", "ds_config.json", '"autotp_size": 2', '"autotp_size": "two"'),
+]
+
+
+def test_the_exports_pass_accelerate_transformers_and_deepspeed_and_broken_files_fail(tmp_path):
+    """Every case passes; each broken file fails: one validator run (--each)."""
     folders = [emitted(case, tmp_path)[1] for case in CASES]
-    run = validate(folders)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
-    assert run.stdout.count(": OK ") == len(CASES)
-
-
-@pytest.mark.parametrize(
-    "case,file,old,new",
-    [
-        ("hf_ulysses_lora_z3", "accelerate_config.yaml", "parallelism_config_sp_size", "parallelism_config_sp_sise"),
-        ("hf_cp_ring_fsdp", "accelerate_config.yaml", "dp_shard_size: 4", "dp_shard_size: 3"),
-        ("deepspeed_autotp_z1", "ds_config.json", '"autotp_size": 2', '"autotp_size": "two"'),
-    ],
-)
-def test_the_validator_catches_a_broken_file(tmp_path, case, file, old, new):
-    _, d = emitted(case, tmp_path)
-    text = (d / file).read_text()
-    assert old in text
-    (d / file).write_text(text.replace(old, new))
-    run = validate([d])
-    assert run.returncode == 1 and "INVALID" in run.stdout, run.stdout
+    broken = []
+    for i, (case, file, old, new) in enumerate(BROKEN):
+        _, d = emitted(case, tmp_path / f"broken{i}")
+        text = (d / file).read_text()
+        assert old in text
+        (d / file).write_text(text.replace(old, new))
+        broken.append(d)
+    run = validate([*folders, *broken, "--each"])
+    said = dict(line.split(": ", 1) for line in run.stdout.splitlines() if ": OK " in line or ": INVALID " in line)
+    assert all(said[str(d)].startswith("OK ") for d in folders), run.stdout[-3000:] + run.stderr[-5000:]
+    assert run.returncode == 1 and all(said[str(d)].startswith("INVALID ") for d in broken), run.stdout[-3000:]
