@@ -194,6 +194,9 @@ def quant_rows() -> list[dict]:
         ("bf16", {"quant": "gptq", "framework": HF}),
         ("bf16", {"quant": "gptq", "framework": HF, "checkpointing": "full"}),
         ("fp16", {"quant": "awq", "framework": HF}),
+        ("bf16", {"quant": "nf4"}),
+        ("bf16", {"quant": "hqq", "framework": HF, "release": "4.54"}),
+        ("bf16", {"quant": "ct-w4a16", "framework": HF, "release": "4.54"}),
     ):
         knobs = Knobs.make(precision=precision, lora_rank=16, **kw)
         sim = simulate(Case(model.config, knobs, 2, 1, 2048)).peak_allocated_bytes
