@@ -336,15 +336,19 @@ def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | tuple[str, str, tu
     4 (4.0.x's deprecated alias: keys.TRAIN_TYPE_LINES) planned too; ("2", why) for a 2.x-only name."""
     old, new = KEYS.key("lora", "3"), KEYS.key("lora")
     if old in flags and new not in flags:
+        lines, narrowed = swift3x.lines_taking(flags, TRAIN_TYPE_LINES)
+        read_as = (
+            "read as 3.0-3.3, the hungrier for images: their --max_length leaves the image's tokens out"
+            if lines[0] == "3"
+            else f"{narrowed}: only {', '.join(lines)} take {'them' if ', ' in narrowed else 'it'}, read as {lines[0]}"
+        )
         why = (
             f"{flags[old].source} (ms-swift 3's name, kept by 4.0.x as an alias of --{new} and refused from 4.1.0; "
-            "read as 3.0-3.3, the hungrier for images: their --max_length leaves the image's tokens out; a pin "
-            "ms-swift==3.4 or later beside the script reads it as that release)"
+            f"{read_as}; a pin ms-swift==3.4 or later beside the script reads it as that release)"
         )
-        lines, narrowed = swift3x.lines_taking(flags, TRAIN_TYPE_LINES)
-        if lines != TRAIN_TYPE_LINES:
-            why = f"{why[:-1]}; {narrowed}: only {', '.join(lines)} take it)"
-        return "3", why, lines
+        if lines != TRAIN_TYPE_LINES and lines[0] == "3":
+            why = f"{why[:-1]}; {narrowed}: only {', '.join(lines)} take {'them' if ', ' in narrowed else 'it'})"
+        return lines[0], why, lines
     old2 = next((flags[k] for k in SWIFT2_FLAGS if k in flags), None)
     if old2 is not None and new not in flags:
         return "2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)"

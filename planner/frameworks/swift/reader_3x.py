@@ -32,6 +32,7 @@ OLD_ROLLOUT = (
     "lmdeploy_cache_max_entry_count",
 )
 CHECK = "v3.4.1 swift/llm/argument/rlhf_args.py:221-254"
+TRAIN_TYPE = "train_type"  # ms-swift 3's name of --tuner_type
 # 3.5.0-3.6.x, the rest of the 3.4 line: --vllm_mode colocate by default, reset to colocate without
 # --vllm_server_host; num_infer_workers and vllm_device deprecated at 3.5 (v3.5.0 swift/trainers/arguments.py:178-182,
 # llm/argument/rlhf_args.py:160-169, 283-296), gone at 3.6 (v3.6.0 trainers/arguments.py:159)
@@ -53,15 +54,17 @@ LIGER_CITE = "v3.2.2 swift/llm/train/tuner.py:18-45, 338-340"
 
 
 def lines_taking(f: dict[str, Flag], lines: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
-    """Of release lines `lines`, those taking every 3.x-only flag given (OLD_ROLLOUT: the 3 and 3.4 lines; --use_liger:
-    the 3 line; presets/keys_swift_lines.json, 4.x's keys at the 4 line), and the flags that narrowed them."""
-    own = [k for k in (*OLD_ROLLOUT, "use_liger") if k in f]
-    kept = tuple(
-        line
-        for line in lines
-        if all(swift_keys.takes(line, k) if line in swift_keys.LINES_HELD else k in accepted("swift") for k in own)
-    )
-    return kept, ", ".join(f"--{k}" for k in own)
+    """Of release lines `lines`, those taking every flag given that some of them take and others do not
+    (presets/keys_swift_lines.json for the 3.x lines, 4.x's keys at the 4 line): 3.1.1-3.4.x's OLD_ROLLOUT, 3.0-3.2's
+    --use_liger, 3.5's --vllm_mode ...; and the flags that narrowed them. A flag no line takes narrows nothing, and
+    flags no one line takes all of leave `lines` as they are (the reading's notes name them)."""
+
+    def takes(line: str, k: str) -> bool:  # the 4 line: 4.0.x keeps --train_type as an alias (keys.TRAIN_TYPE_LINES)
+        return swift_keys.takes(line, k) if line in swift_keys.LINES_HELD else k in accepted("swift") or k == TRAIN_TYPE
+
+    own = [k for k in f if len({takes(line, k) for line in lines}) == 2]
+    kept = tuple(line for line in lines if all(takes(line, k) for k in own))
+    return (kept, ", ".join(f"--{k}" for k in own)) if kept else (lines, "")
 
 
 def applies(f: dict[str, Flag], line: str) -> bool:

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from planner import advise, intake
+from planner import advise, checkconfig, intake
 from planner.errors import BadInput
 from planner.export import launch
 
 V3 = Path(__file__).parents[3] / "data/frameworks/swift/examples_v3/v3.2.2"
+V312 = V3.parent / "v3.12.6"
 
 
 def _read(path: Path, tmp_path: Path | None = None, edit=None, pins: str = ""):
@@ -159,3 +160,17 @@ def test_a_server_plan_names_the_rollout_host_past_the_3_4_line():
         (model, hw, goal), plan = res.context, res.plans[0]
         text = launch.files(plan, hw, model, goal.seq_len, goal)["swift_train.sh"]
         assert "--vllm_mode server \\\n    --vllm_server_host YOUR_ROLLOUT_HOST" in text
+
+
+def test_a_3_12_script_reads_at_the_lines_that_take_its_flags():
+    """ms-swift 3.12.6's own rloo.sh: --train_type (3.x's name) beside --vllm_mode colocate (from v3.5.0) and
+    --advantage_estimator: read at 3.9 and 4 (4.0.x's alias), not at 3.0-3.3, whose placement rules (no --vllm_mode,
+    v3.4.1 rlhf_args.py:221-254) refused its 8 colocated processes; grpo_7b.sh's --vllm_mode server: not at 3.0-3.3,
+    whose one micro-step a generation refused its 2 x 6 rows for 8 generations."""
+    r, s = _read(V312 / "grpo/rloo.sh")
+    assert r.releases == ("3.9", "4") and "--vllm_mode" in s["framework"].source
+    assert s["workload.generation"].value == "vllm-colocate" and s["gpus_per_node"].value == 8
+    assert checkconfig.check_config([str(V312 / "grpo/rloo.sh")], {"gpu": "a100-80gb"}).plan.fits
+    r, s = _read(V312 / "grpo/grpo_7b.sh")
+    assert "3" not in r.releases and s["workload.generation"].value == "vllm-server"
+    assert checkconfig.check_config([str(V312 / "grpo/grpo_7b.sh")], {"gpu": "a100-80gb"}).plan.fits
