@@ -1,6 +1,6 @@
 """`check --config`: the user's files read into a request (planner.intake), with the flags given beside them over it
 field by field, checked by `planner.advise.check`. It owns what the reading adds to a check: the fields table (each
-field's value and where it came from), the release choice where the files leave it open (the hungrier verdict), the
+field's value and where it came from), the release choice where the files leave it open (planner.checkconfig_lines), the
 run whose length the files leave open (planned at the longest rows that fit) and the longest rows that fit under a
 length the files set as a cap (rows padded per micro-batch), the LoRA targets as PEFT takes a file's,
 and the launcher counts a flag overrides. Above planner.advise (the faces call `checkconfig.check_config`)."""
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from planner import advise, resolved
+from planner.checkconfig_lines import hungrier_release, release_given, runnable_release
 from planner.config import requests
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS, split_name
@@ -38,8 +39,11 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
     if "model" not in overrides and "model" in reading.request and allowed is None:  # a service resolves its own way
         models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
     choice = None
-    if reading.releases and not release_given(overrides) and not open_field(reading, config_body(reading, overrides)):
-        reading, choice = hungrier_release(paths, allowed, overrides, reading, kwargs)
+    if reading.releases and not release_given(overrides):
+        if not open_field(reading, config_body(reading, overrides)):
+            reading, choice = hungrier_release(paths, allowed, overrides, reading, kwargs, config_body)
+        else:
+            reading, choice = runnable_release(paths, allowed, overrides, reading, config_body)
     b = config_body(reading, overrides)
     field = open_field(reading, b)
     result = (
@@ -83,56 +87,6 @@ def ask_world(reading, overrides: dict) -> None:
         flags = " and ".join("--" + f.replace("_", "-") + " N" for f, _ in missing)
         said = "; ".join(s for _, s in missing)
         raise BadInput(f"how many GPUs does it run on? {said}: not known from the files: pass {flags}", missing[0][0])
-
-
-def release_given(overrides: dict) -> bool:
-    """--framework NAME@RELEASE (or a name that is another's release, trl-0) given beside the files."""
-    text = overrides.get("framework")
-    if not isinstance(text, str):
-        return False
-    name, release = split_name(text)
-    return bool(release) or bool(name in FRAMEWORKS and FRAMEWORKS[name].same_as)
-
-
-def hungrier_release(paths, allowed, overrides: dict, reading, kwargs: dict):
-    """(the reading to plan, what each release gave) over the release lines the files allow (Reading.releases): each
-    read as --framework NAME@RELEASE would read it and checked (its verdict only); a line that refuses the files in
-    one line, read or planned, is skipped (`failed`: its refusal). The hungrier is answered: of the lines that do not
-    fit where any does not, else of all, the one needing the most (`planned`; `read`, the line the files were read
-    at)."""
-    from planner import intake
-
-    name = reading.framework
-    fw = FRAMEWORKS[name]
-    planned = split_name(str(reading.request.get("framework", name)))[1] or fw.newest.name
-    if planned not in reading.releases:  # memplan's own adapter planned it (the line refused a setting)
-        planned = max(reading.releases, key=lambda r: fw.release(r).first or ())
-    readings, needs, failed = {}, {}, {}
-    for r in reading.releases:
-        given = {**overrides, "framework": f"{name}@{r}"}
-        try:  # a line that refuses the files (a model its actor does not load) is skipped, its refusal kept
-            readings[r] = reading if r == planned else intake.read(paths, allowed, given=given, release_why=_CHOSEN)
-            if readings[r].refused and "workload" not in overrides:
-                raise BadInput(readings[r].refused, "workload")
-            body = {**config_body(readings[r], overrides).body, "verify": False}  # a probe runs for the answer only
-            plan = advise.check(advise.parse(requests.CheckRequest, body), alternatives=False, **kwargs)
-        except BadInput as e:
-            failed[r] = str(e)
-            continue
-        needs[r] = (plan.plan.fits, plan.plan.memory.device_total_bytes)
-    fits = [r for r in needs if needs[r][0]]
-    short = [r for r in needs if not needs[r][0]]
-    out = {"allowed": list(reading.releases), "fits": fits, "does_not_fit": short, "failed": failed}
-    # the worst case leads: of the lines that do not fit where any does not, else of all, the one needing the most
-    # (the line read where it needs as much)
-    pool = short or fits
-    if not pool:
-        return reading, {**out, "planned": planned}
-    chosen = max(pool, key=lambda r: (needs[r][1], r == planned))
-    return readings[chosen], {**out, "planned": chosen, "read": planned}
-
-
-_CHOSEN = "memplan assumption (the hungriest of the releases the files allow)"
 
 
 @dataclass

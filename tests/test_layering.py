@@ -129,6 +129,7 @@ CORE_STAGES = [
     {"search", "evidence", "export", "intake"},
     {"resolved", "verification"},
     {"advise"},
+    {"checkconfig_lines"},
     {"checkconfig"},
 ]
 

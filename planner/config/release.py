@@ -108,8 +108,8 @@ def release_line(framework: str, release: str, workload, micro_batch: int) -> st
 
 
 def choice_text(framework: str, releases: dict | None) -> str:
-    """What a check --config verdict says where the release the files leave open decides it (planner.checkconfig
-    hungrier_release: `releases` the result config's): " with trl@r1-v (...)", naming the releases it fits with where
+    """What a check --config verdict says where the release the files leave open decides it
+    (planner.checkconfig_lines: `releases` the result config's): " with trl@r1-v (...)", naming the releases it fits with where
     the verdicts differ; the hungriest line where they agree and it is not the line read (its figure is the
     headline's); "" where the line read is the hungriest and the verdicts agree. A line that refused the files is
     named as skipped, with its refusal."""

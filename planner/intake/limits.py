@@ -165,7 +165,7 @@ def load_yaml(text: str, name: Path | str | None = None) -> object:
 @lru_cache(maxsize=YAML_PARSES_KEPT)
 def _composed(text: str, name: Path | str | None) -> object:
     """load_yaml's document, parsed once for the lines check --config plans a run's files at (each line reads the
-    same files again: planner.checkconfig.hungrier_release); a refusal or an error is not kept."""
+    same files again: planner.checkconfig_lines.hungrier_release); a refusal or an error is not kept."""
     loader = _bounded_loader()(text, name)
     try:
         return loader.get_single_data()

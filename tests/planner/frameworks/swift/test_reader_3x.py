@@ -174,3 +174,20 @@ def test_a_3_12_script_reads_at_the_lines_that_take_its_flags():
     r, s = _read(V312 / "grpo/grpo_7b.sh")
     assert "3" not in r.releases and s["workload.generation"].value == "vllm-server"
     assert checkconfig.check_config([str(V312 / "grpo/grpo_7b.sh")], {"gpu": "a100-80gb"}).plan.fits
+
+
+def test_an_open_length_plans_at_a_line_that_runs_the_files(tmp_path):
+    """ms-swift 3.12.6's sequence_parallel_dpo.sh, cut to its memory flags: --train_type (3.x) with DPO under
+    sequence parallel, which 3.0-3.6 refuse (rlhf_args.py:359-369) and 3.7 runs; no --max_length, so the length is
+    searched at one line: the oldest that takes the files, the lines that refuse them named as skipped."""
+    script = tmp_path / "sequence_parallel_dpo.sh"
+    script.write_text(
+        "NPROC_PER_NODE=4 CUDA_VISIBLE_DEVICES=0,1,2,3 swift rlhf --rlhf_type dpo --model Qwen/Qwen2.5-VL-3B-Instruct "
+        "--train_type full --torch_dtype bfloat16 --per_device_train_batch_size 1 --gradient_accumulation_steps 8 "
+        "--deepspeed zero3 --attn_impl flash_attn --sequence_parallel_size 4\n"
+    )
+    result = checkconfig.check_config([str(script)], {"gpu": "a100-80gb"})
+    releases = result.config["releases"]
+    assert releases["planned"] == "3.7" and set(releases["failed"]) == {"3", "3.4"}
+    assert all("sequence parallel from v3.7.0" in why for why in releases["failed"].values())
+    assert result.plan.knobs.sequence_parallel == 4 and result.plan.knobs.release == "3.7"
