@@ -38,6 +38,7 @@ SAID = {
     "llamafactory-cli": "LLaMA-Factory trains nothing",
     "prediction run": "LLaMA-Factory trains nothing",
     "Megatron-SWIFT": "is not read",
+    "Bradley-Terry": "give --model qwen3-8b",  # a checkpoint whose shapes are unpinned: the catalog model that plans it
 }
 
 
