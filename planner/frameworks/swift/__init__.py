@@ -140,6 +140,8 @@ FRAMEWORK = Framework(
             script=r"swift/cli/(sft|pt|rlhf)\.py$",
             modules=("swift",),
             reads="cli",
+            # 3.10-4.0.x's `swift sft --config x.yaml` (reader.read_cli: CONFIG_FLAG); a first positional file from 4.5
+            config_flag="config",
             idle=IDLE,
         ),
     ),

@@ -362,11 +362,31 @@ def read_cli(
     "cli"; `run`: planner.intake.launch.Run): the release a pin or its flags' names say, then the config file it is
     given (`data` from `path`) with its ENV section under the command's environment, and the flags over its keys;
     `launcher`: swift's own CLI started the processes (NPROC_PER_NODE), not a launcher planner.intake read."""
-    releases.by_flags(c, "swift", run, release_hint(flags))
     mapping = from_mapping(data, path) if data else {}
+    if path is not None and data is not None:  # the argument file, positional (4.5+) or --config's (3.10-4.0.x)
+        c.add_file(path)
+    by_flag = data is not None and any(w.text == "--config" for w in run.command.words)
+    keys = flags | mapping if by_flag else mapping | flags  # --config's keys come after the command line's: they win
+    releases.by_flags(c, "swift", run, config_lines(release_hint(keys), by_flag))
     env = run.command.env
     env = env | {str(k): str(v) for k, v in section(data, "ENV").items() if k not in env}
-    read(c, mapping | flags, env, sub, run.where, run.command.path, run.command.vars, launcher=launcher)
+    read(c, keys, env, sub, run.where, run.command.path, run.command.vars, launcher=launcher)
+
+
+# `swift sft --config x.yaml`: v3.10.0 .. v4.0.x turn the file's keys into flags appended after the command line's
+# (v3.10.0 swift/cli/main.py prepare_config_args; argparse keeps the last), so the file's values win; v4.5.2's
+# parse_yaml_args takes a first positional file instead, its keys before the command line's (main.py:38-70)
+CONFIG_FLAG_LINES = ("3.9", "4")
+
+
+def config_lines(hint: tuple | None, by_flag: bool) -> tuple | None:
+    """release_hint's lines narrowed to those whose CLI takes --config FILE (CONFIG_FLAG_LINES), where the run gives
+    one."""
+    if not by_flag or hint is None or len(hint) < 3:
+        return hint
+    lines = tuple(x for x in hint[2] if x in CONFIG_FLAG_LINES) or hint[2]
+    why = f"{hint[1][:-1]}; --config FILE: ms-swift 3.10-4.0.x, v3.10.0 swift/cli/main.py prepare_config_args)"
+    return lines[0], why, lines
 
 
 def read_file(

@@ -191,3 +191,17 @@ def test_an_open_length_plans_at_a_line_that_runs_the_files(tmp_path):
     assert releases["planned"] == "3.7" and set(releases["failed"]) == {"3", "3.4"}
     assert all("sequence parallel from v3.7.0" in why for why in releases["failed"].values())
     assert result.plan.knobs.sequence_parallel == 4 and result.plan.knobs.release == "3.7"
+
+
+def test_config_flag_is_read_at_the_lines_that_take_it_and_its_keys_win(tmp_path):
+    """ms-swift 3.12.6's Ray example `swift sft --config sft.yaml`: 3.10-4.0.x turn the file's keys into flags after
+    the command line's (v3.10.0 swift/cli/main.py prepare_config_args), so the file wins; 4.5's positional file
+    goes first, so the command line wins."""
+    r, s = _read(V312 / "multi-node/ray/sft.sh")
+    assert s["model"].value == "qwen2.5-7b" and "sft.yaml" in s["model"].source
+    assert r.releases == ("3.9", "4") and "--config FILE" in s["framework"].source
+    (tmp_path / "sft.yaml").write_text((V312 / "multi-node/ray/sft.yaml").read_text())
+    (tmp_path / "a.sh").write_text("swift sft --per_device_train_batch_size 4 --config sft.yaml\n")
+    assert _read(tmp_path / "a.sh")[1]["micro_batch"].value == 1  # the file's
+    (tmp_path / "b.sh").write_text("swift sft sft.yaml --per_device_train_batch_size 4\n")
+    assert _read(tmp_path / "b.sh")[1]["micro_batch"].value == 4  # the command line's

@@ -1,0 +1,1 @@
+swift sft --config sft.yaml
