@@ -16,7 +16,7 @@ import sys
 
 import torch
 
-from probes.tracker import LiveBytes
+from probes.tracker import LiveBytes, second_step_peak
 
 
 def _pairwise_loss(model, inputs):
@@ -146,18 +146,7 @@ def full_step_peak(config: dict, examples: int, width: int) -> int:
     ids = torch.randint(1, cfg.vocab_size, (2 * examples, width))
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
     opt = make_optimizer(list(model.parameters()), "adamw")
-    t = LiveBytes()
-    t.add_existing(list(model.parameters()) + list(model.buffers()), "params")
-    with t:
-        for step in range(2):
-            if step == 1:
-                t.reset_peaks()
-            loss = compute_loss(model, inputs)
-            loss.backward()
-            del loss
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-    return t.peak
+    return second_step_peak(model, lambda: compute_loss(model, inputs), opt)
 
 
 if __name__ == "__main__":

@@ -166,6 +166,24 @@ def _tensors(tree) -> list[torch.Tensor]:
     return out
 
 
+def second_step_peak(model: torch.nn.Module, loss_of, opt) -> int:
+    """Peak live bytes of the second of two optimizer steps (the first makes the optimizer's states), the model's
+    parameters and buffers counted from the start; `loss_of()`: a step's loss. The task heads' and the value head's
+    CPU steps (tests/probes/test_task_heads.py, test_embedding_head.py, probes/lf_valuehead.py)."""
+    t = LiveBytes()
+    t.add_existing(list(model.parameters()) + list(model.buffers()), "params")
+    with t:
+        for step in range(2):
+            if step == 1:
+                t.reset_peaks()
+            loss = loss_of()
+            loss.backward()
+            del loss
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    return t.peak
+
+
 def module_stack_hooks(tracker: LiveBytes, model: torch.nn.Module) -> list:
     """Keep tracker.modules = the named modules whose forward is running (innermost last)."""
     names = {id(m): n or "(model)" for n, m in model.named_modules()}

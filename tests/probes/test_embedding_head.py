@@ -27,7 +27,7 @@ NEGATIVES = 2
 DELTA_WITHIN = 0.015
 MEASURE = """
 import json, sys, types, torch, transformers
-from probes.tracker import LiveBytes
+from probes.tracker import second_step_peak
 from recipe import make_optimizer
 from swift.loss.embedding import InfonceLoss
 from swift.model.patcher import patch_output_normalizer
@@ -50,18 +50,7 @@ for task in ("causal-lm", "embedding"):
     else:
         step = lambda: model(input_ids=ids, attention_mask=mask, labels=ids).loss
     opt = make_optimizer([p for p in model.parameters() if p.requires_grad], "adamw")
-    t = LiveBytes()
-    t.add_existing(list(model.parameters()) + list(model.buffers()), "params")
-    with t:
-        for i in range(2):
-            if i == 1:
-                t.reset_peaks()
-            loss = step()
-            loss.backward()
-            del loss
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-    out[task] = t.peak
+    out[task] = second_step_peak(model, step, opt)
 print(json.dumps(out))
 """
 

@@ -12,7 +12,7 @@ from planner.config.spec import Knobs
 from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.model.catalog import load_model, model_config
-from probes.tracker import LiveBytes
+from probes.tracker import second_step_peak
 from recipe import make_optimizer
 
 LABELS = 4
@@ -29,18 +29,7 @@ def measured_peak(rows: int, seq: int, auto_class, **extra) -> int:
     ids = torch.randint(1, cfg.vocab_size, (rows, seq))
     labels = torch.randint(0, LABELS, (rows,)) if "num_labels" in extra else ids.clone()
     opt = make_optimizer(list(model.parameters()), "adamw")
-    t = LiveBytes()
-    t.add_existing(list(model.parameters()) + list(model.buffers()), "params")
-    with t:
-        for step in range(2):
-            if step == 1:
-                t.reset_peaks()
-            loss = model(input_ids=ids, labels=labels).loss
-            loss.backward()
-            del loss
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-    return t.peak
+    return second_step_peak(model, lambda: model(input_ids=ids, labels=labels).loss, opt)
 
 
 def planned_peak(rows: int, seq: int, task: str, **kw) -> int:
