@@ -5,7 +5,7 @@ request again; every request after carries it without asking. A wrong token is a
 import pytest
 
 from tests.api.conftest import TOKEN
-from tests.api.test_web import ARGS, ARTIFACTS, CHROMIUM, sync_api
+from tests.api.test_web import ARGS, ARTIFACTS, CHROMIUM, pytestmark, sync_api  # noqa: F401 - skipped without Chromium
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.test_web import ARTIFACTS, _ready, browser, page, server  # noqa: F401 - the file's server, the browser
+from tests.api.test_web import ARTIFACTS, _ready, browser, page, pytestmark, server  # noqa: F401 - the server, the browser; skipped without Chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 
