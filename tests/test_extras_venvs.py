@@ -89,9 +89,11 @@ def planner(venv: Path, args: str, tmp_path: Path, **env: str) -> subprocess.Com
     return subprocess.run(cmd, cwd=ROOT, env=run_env, capture_output=True, text=True, timeout=600, check=False)
 
 
-# the trl extra's example, real TRL GRPO steps (a minute on 2 cores), in the sweep tier since stop 68, for CI's room:
-# its torch-and-probe install is the sim, deepspeed and qlora extras' too, on every commit
-SWEEP_EXTRAS = {"trl"}
+# the trl extra's example, real TRL GRPO steps (a minute on 2 cores), in the sweep tier since stop 68, for CI's room;
+# the deepspeed and qlora extras' (34 s and 25 s of a worker in make test on 2026-12-07: DeepSpeed's sdist built into a
+# fresh venv, then a ZeRO-2 step; bitsandbytes' QLoRA step) since stop 76. Every commit installs torch and the probes
+# alone (the sim extra) and the torch-free extras (scan, plot, api), each from a fresh venv by the same venv_of
+SWEEP_EXTRAS = {"trl", "deepspeed", "qlora"}
 
 
 @pytest.mark.parametrize(
