@@ -48,8 +48,10 @@ declare -A PKG=(
   [torchtitan]="torchtitan==0.3.0"
   [prequant]="compressed-tensors==0.12.2 hqq==0.2.8.post1"
 )
+# (LLaMA-Factory's torchdata: its v1 trainer imports it, src/llamafactory/v1/core/utils/batching.py:31-32; tests/probes/
+# test_lf_v1_head.py runs that trainer's own loss)
 declare -A DEPS=(
-  [llamafactory]="transformers==5.6.0 datasets==4.0.0 accelerate==1.11.0 peft==0.18.1 trl==0.24.0 omegaconf==2.4.0 deepspeed==0.19.8"
+  [llamafactory]="transformers==5.6.0 datasets==4.0.0 accelerate==1.11.0 peft==0.18.1 trl==0.24.0 omegaconf==2.4.0 deepspeed==0.19.8 torchdata==0.11.0"
   [ms-swift]="transformers==5.19.0 datasets==4.8.4 accelerate==1.15.0 peft==0.20.0 trl==0.29.1 modelscope==1.40.2 pillow==13.0.0 json_repair==0.64.6 deepspeed==0.19.8"
   [gptqmodel]="transformers==5.23.0 accelerate==1.15.0 pillow==13.0.0 requests==2.34.2 pypcre==0.6.4 logbar==0.4.15 tokenicer==0.0.14 device-smi==0.5.7 defuser==0.0.28 threadpoolctl==3.8.0 optimum==2.3.0"
   [verl]="transformers==5.10.4 hydra-core==1.3.2 omegaconf==2.3.0 tensordict==0.10.0 ray==2.60.0 codetiming==1.4.0 peft==0.21.2 accelerate==1.15.0 datasets==5.2.0 pillow==13.0.0 numpy==2.4.6 packaging==25.0"

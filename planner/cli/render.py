@@ -87,6 +87,8 @@ def breakdown_table(p: Plan) -> Table:
     head = {"fused": "TRL log-prob head", "full": "full logits"}[p.workload.logprobs] if p.workload.rl else p.loss
     if not p.workload.rl and p.loss == "standard" and adapter(p.framework, p.release).sft_head == "fused-logprob":
         head = "TRL's SFT log-prob head"  # planner.estimate.temp_terms: every next token through the fused head
+    if not p.workload.rl and p.loss == "standard" and adapter(p.framework, p.release).sft_head == "lf-v1":
+        head = "LLaMA-Factory v1's loss beside transformers'"  # planner.estimate.v1_head
     head = "whole logits, ms-swift 3.2-3.6's VLM scoring" if "whole_logits_bytes" in m.detail else head
     head = "student and teacher logits, generalized JSD" if p.workload.kind == "gkd" else head  # planner.estimate.gkd
     head = f"{p.task} head" if p.task in ("seq-cls", "reranker", "embedding") else head  # planner.estimate.heads

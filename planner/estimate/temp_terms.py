@@ -21,6 +21,7 @@ from planner.estimate import (
     quant,
     recipe_terms,
     role_heads,
+    v1_head,
     zero,
 )
 from planner.estimate.activation_terms import (
@@ -112,6 +113,8 @@ def _logits_loss_bytes(s: Setup) -> int:
         c = act.saved_dtype_bytes(p)[1]
         return heads.task_head_bytes(k.task, rows, rows * width, t.hidden, k.num_labels, k.negatives, c, dp)
     head = adapter(s.knobs.framework, s.knobs.release).sft_head
+    if head == "lf-v1" and s.knobs.loss == "standard":  # LLaMA-Factory v1's own loss beside transformers' (v1_head)
+        return v1_head.v1_loss_bytes(rows, width, t.vocab, act.saved_dtype_bytes(p)[1])
     if head == "swift-sp" and s.knobs.sequence_parallel > 1 and s.knobs.loss != "fused":  # ms-swift's own SP loss
         return recipe_terms.swift_sp_loss_bytes(t, s.knobs, rows * width, p)
     if head == "fused-logprob" and s.knobs.loss == "standard":  # TRL's SFT: the same head, every next token (its

@@ -19,6 +19,7 @@ from planner.frameworks import (
     deepspeed,
     hf,
     llamafactory,
+    llamafactory_v1,
     memplan,
     openrlhf,
     swift,
@@ -37,7 +38,18 @@ FRAMEWORKS: dict[str, Framework] = {
         trl.TRL0,
         *(
             m.FRAMEWORK
-            for m in (accelerate, deepspeed, llamafactory, swift, axolotl, verl, torchtitan, torchtune, openrlhf)
+            for m in (
+                accelerate,
+                deepspeed,
+                llamafactory,
+                llamafactory_v1,
+                swift,
+                axolotl,
+                verl,
+                torchtitan,
+                torchtune,
+                openrlhf,
+            )
         ),
     )
 }

@@ -19,7 +19,6 @@ Factory 0.9.5's own code in its venv: the same 108,385,792 B."""
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -32,9 +31,9 @@ from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.model.catalog import load_model, model_config
 from probes.lf_valuehead import full_step_peak, peaks
+from tests.probes.venvprobe import run_probe
 
 ROWS, WIDTH, VOCAB, HIDDEN = 4, 256, 32768, 64
-ROOT = Path(__file__).parents[2]
 CPU_DROPOUT = 1  # bytes an element the CPU's dropout noise keeps over CUDA's bool mask
 CACHED_COPIES = 1024  # autocast's bf16 copies of the ValueHead's weight and bias, one tracker block each
 
@@ -56,17 +55,7 @@ def run_llamafactorys_own(python: str) -> dict:
     """probes/lf_valuehead.py in LLaMA-Factory's venv: the head's peaks at ROWS x WIDTH and debug-llama's full step at
     1 pair x 128 tokens, with LLaMA-Factory 0.9.5's compute_loss and trl's ValueHead."""
     sizes = [*map(str, (ROWS, WIDTH, VOCAB, HIDDEN)), json.dumps(model_config("debug-llama")), "1", "128"]
-    run = subprocess.run(
-        [python, str(ROOT / "probes" / "lf_valuehead.py"), *sizes],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return run_probe(python, "lf_valuehead.py", *sizes)
 
 
 def test_llamafactorys_own_loss_and_trls_value_head_hold_the_same_bytes():

@@ -1,11 +1,10 @@
 """How a LLaMA-Factory configuration is told from its content (Framework.signs, planner.intake.configs.kind): its
-0.9 YAML by the keys only it writes; its experimental v1 schema (USE_V1=1) and its Megatron-Core backend (USE_MCA=1),
-known and refused."""
+0.9 YAML by the keys only it writes; its Megatron-Core backend (USE_MCA=1), known and refused. Its experimental v1
+schema (USE_V1=1) is its v1 trainer's, read by planner/frameworks/llamafactory_v1."""
 
 from planner.frameworks.tool import Signs
 
 KEYS = {"stage", "finetuning_type", "cutoff_len", "lora_target", "template", "dataset_dir", "pure_bf16"}
-V1 = "LLaMA-Factory's experimental v1 schema (USE_V1=1) is not read"
 # its Megatron-Core backend: with USE_MCA=1 its TrainingArguments are mcore_adapter's Seq2SeqTrainingArguments (v0.9.5
 # src/llamafactory/hparams/training_args.py:26-35), whose Megatron keys its classic parser refuses (none is in
 # planner/intake/presets/keys_llamafactory.txt); v0.9.5's examples/megatron/qwen2_vl_full.yaml and qwen3_moe_full.yaml
@@ -24,7 +23,6 @@ MCA = (
     + ") is not read, nor planned as its classic trainer"
 )
 SIGNS = (
-    Signs("lf-v1", lambda k, d: "dist_config" in k or {"model", "micro_batch_size"} <= k, 50, refused=V1),
     Signs("lf-mca", lambda k, d: bool(k & KEYS) and "model" not in k and bool(k & MCA_KEYS), 55, refused=MCA),
     Signs("llamafactory", lambda k, d: bool(k & KEYS) and "model" not in k, 60),
 )

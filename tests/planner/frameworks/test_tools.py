@@ -183,9 +183,9 @@ def test_each_format_is_told_by_one_folders_signs_and_read_by_that_folder():
         ({"zero_optimization": {}, "distributed_type": "DEEPSPEED"}, "deepspeed"),
         ({"architectures": ["X"], "base_model": "y"}, configs.MODEL),
         ({"base_model": "y", "stage": "sft"}, "axolotl"),
-        ({"dist_config": {}, "stage": "sft"}, "lf-v1"),  # LLaMA-Factory's v1 before its 0.9 keys
+        ({"dist_config": {}, "stage": "sft"}, "llamafactory_v1"),  # LLaMA-Factory's v1 before its 0.9 keys
         ({"model": "y", "micro_batch_size": 1, "dataset": ["d"]}, "swift-megatron"),  # ms-swift's, before LF v1
-        ({"model": "y", "micro_batch_size": 1, "model_class": "llm", "dataset": ["d"]}, "lf-v1"),
+        ({"model": "y", "micro_batch_size": 1, "model_class": "llm", "dataset": ["d"]}, "llamafactory_v1"),
         ({"model": "y", "sampler_engine": "vllm", "torch_dtype": "bfloat16"}, "swift-sample"),
         ({"stage": "sft", "learning_rate": 1e-5}, "llamafactory"),
         ({"model": "y", "tuner_type": "lora", "learning_rate": 1e-5}, "swift"),
@@ -197,9 +197,8 @@ def test_a_mappings_format_is_the_lowest_ranked_signs_it_shows(data, fmt):
     assert configs.kind(data) == fmt
 
 
-# a file of each refused format: LLaMA-Factory v1's, verl's multi-turn tool config (a trainer config names it)
+# a file of each refused format: verl's multi-turn tool config (a trainer config names it), LLaMA-Factory's Megatron
 REFUSED_FILES = {
-    "lf-v1": {"model": "Qwen/Qwen3-4B", "micro_batch_size": 1},
     "verl-multiturn": {"tools": [{"class_name": "verl.tools.gsm8k_tool.Gsm8kTool", "config": {}}]},
     "lf-mca": {"stage": "sft", "finetuning_type": "full", "tensor_model_parallel_size": 2},
     "swift-megatron": {"model": "Qwen/Qwen3-8B", "micro_batch_size": 1, "tensor_model_parallel_size": 2},

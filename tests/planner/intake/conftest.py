@@ -20,6 +20,18 @@ REFUSED = {
     DATA
     / "llamafactory/examples/merge_lora/qwen3_lora_sft.yaml": "export_dir: saves/qwen3_sft_merged: llamafactory-cli",
     DATA / "llamafactory/examples/extras/nlg_eval/llama3_lora_predict.yaml": "do_predict: True: a prediction run",
+    # LLaMA-Factory 0.9.5's v1 trainer (planner/frameworks/llamafactory_v1): two files its own parser stops on (no
+    # flash_attention2 value), its freeze tuning and Ulysses, and its merge file (no training keys)
+    **{
+        DATA / f"llamafactory/examples/v1/train_batching_strategy/train_full_fsdp2_{n}.yaml": (
+            "flash_attn: flash_attention2: v1 takes eager, sdpa or flash_attention_2"
+        )
+        for n in ("padding_free", "dynamic_padding_free")
+    },
+    DATA
+    / "llamafactory/examples/v1/train_freeze/train_freeze_sft.yaml": "peft_config.name: freeze: v1's freeze tuning",
+    DATA / "llamafactory/examples/v1/train_full/train_full_ulysses_cp.yaml": "dist_config.cp_size: 2: v1's Ulysses",
+    DATA / "llamafactory/examples/v1/train_lora/export_lora.yaml": "not a training configuration memplan knows",
     # ms-swift v4.5.2's OPD-RL, GKD beside a colocated vLLM, Megatron-SWIFT and `swift sample` files (issue 49)
     DATA / "swift/examples/train/on_policy_distillation.sh": "--teacher_model Qwen/Qwen3-32B: GRPO with a teacher",
     DATA / "swift/examples/train/rlhf/gkd/vllm_colocate.sh": "--vllm_mode colocate: GKD with a colocated vLLM",

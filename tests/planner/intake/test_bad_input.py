@@ -40,7 +40,7 @@ def test_no_file_at_all():
             json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8}),
             "a model's config.json, not a training configuration: pass it as --model",
         ),
-        ("v1.yaml", "model: Qwen/Qwen3-4B\nmicro_batch_size: 2\ndist_config: {}\n", "experimental v1 schema"),
+        ("v1.yaml", "model: Qwen/Qwen3-4B\nmicro_batch_size: 2\ndist_config: {}\n", "v1 plugin section needs a name"),
         ("empty.sh", "#!/bin/bash\necho hello\n", "no training command found"),
         ("blob.bin", b"\xff\xfe\x00\x81garbage", "cannot be read"),
         ("broken.py", "def f(:\n", "not Python that parses"),

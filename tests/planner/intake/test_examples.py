@@ -38,6 +38,8 @@ SAID = {
     "llamafactory-cli": "LLaMA-Factory trains nothing",
     "prediction run": "LLaMA-Factory trains nothing",
     "Megatron-SWIFT": "is not read",
+    "v1 takes": "model_args.py:64-68",  # LLaMA-Factory v1's own parser stops on the file (its flash_attn values)
+    "not a training configuration": "accepted:",  # v1's merge file: no training keys
     "Bradley-Terry": "give --model qwen3-8b",  # a checkpoint whose shapes are unpinned: the catalog model that plans it
 }
 
