@@ -8,6 +8,8 @@ benchmark and the test cannot drift apart), here printed with its figure instead
   the causal LM over the same rows (tests/probes/test_embedding_head.py);
 - LLaMA-Factory's reward model (stage rm): trl's value-head forward and 0.9.5's pairwise loss, in LLaMA-Factory's
   venv, the forward's end (tests/probes/test_lf_valuehead.py);
+- LLaMA-Factory's v1 trainer's SFT loss: its own compute_loss in LLaMA-Factory's venv, the forward's and the
+  backward's peaks (tests/probes/test_lf_v1_head.py);
 - GKD's loss moment: TRL's generalized_jsd_loss in this venv, ms-swift's gkd_loss in its venv
   (tests/planner/estimate/test_gkd_loss.py);
 - ms-swift's PPO: TRL 0.29.1's PPOTrainer in ms-swift's venv, the update's and the rollout's peaks
@@ -115,6 +117,25 @@ def value_head_rows() -> list[dict]:
     return out
 
 
+def v1_head_rows() -> list[dict]:
+    """LLaMA-Factory 0.9.5's v1 trainer's SFT loss (its own compute_loss, in its venv), each moment."""
+    from planner.estimate.v1_head import v1_backward_loss_bytes, v1_forward_loss_bytes
+    from tests.probes.test_lf_v1_head import SHAPES, VOCAB, measured
+
+    if not _venv("MEMPLAN_LLAMAFACTORY_PYTHON"):
+        return []
+    got, how, out = measured(), "LLaMA-Factory 0.9.5 v1 SFTTrainer.compute_loss, tracker", []
+    for dtype, c in (("fp32", 4), ("bf16", 2)):
+        for rows, width in SHAPES:
+            seen, case = got[dtype][f"{rows}:{width}"], f"{rows} x {width}, vocabulary {VOCAB}, {dtype}"
+            planned = {"forward": v1_forward_loss_bytes(rows, width, VOCAB, c)}
+            planned["backward"] = v1_backward_loss_bytes(rows, width, VOCAB)
+            out += [
+                _row("SFT (v1 trainer)", "llamafactory_v1", f"{case}, {m}", planned[m], seen[m], how) for m in planned
+            ]
+    return out
+
+
 def gkd_rows() -> list[dict]:
     from planner.model.catalog import load_model
     from tests.planner.estimate.test_gkd_loss import _measure, _planned
@@ -172,7 +193,7 @@ def main() -> None:
     if args is None:
         return
     rows = []
-    for part in (seq_cls_rows, embedding_rows, value_head_rows, gkd_rows, ppo_rows):
+    for part in (seq_cls_rows, embedding_rows, value_head_rows, v1_head_rows, gkd_rows, ppo_rows):
         rows += part()
         print(f"{part.__name__}: {len(rows)} rows so far", file=sys.stderr, flush=True)
     publish(args.out, rows, cpu_meta(("torch", "transformers", "trl")), markdown)
