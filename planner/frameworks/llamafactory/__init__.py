@@ -69,7 +69,7 @@ FRAMEWORK = Framework(
     reads=("llamafactory",),
     signs=SIGNS,
     # `llamafactory-cli train x.yaml` (`lmf` too): the processes of its torchrun read by reader.read_launcher
-    tools=(Tool("llamafactory-cli", trains=("train",), aliases=("lmf",), modules=("llamafactory",), idle=IDLE),),
+    tools=(Tool("llamafactory-cli", trains=("train", "sft"), aliases=("lmf",), modules=("llamafactory",), idle=IDLE),),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     package="llamafactory",  # its pinned version decides the release (planner.intake.releases); llmtuner to 0.7.1
     package_aliases=("llmtuner",),

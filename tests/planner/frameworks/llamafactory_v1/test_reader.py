@@ -85,3 +85,12 @@ def test_the_plan_holds_v1s_own_loss(tmp_path):
     plan = advise.check(advise.parse(advise.CheckRequest, {**r.request, "gpu": "h100", "gpus_per_node": 1})).plan
     vocab = load_model("qwen3-0.6b").text.vocab
     assert plan.memory.detail["logits_loss_bytes"] == v1_loss_bytes(2, 1024, vocab, 4)  # fp32 logits
+
+
+def test_its_launch_line_is_read_with_the_v1_file(tmp_path):
+    """`USE_V1=1 llamafactory-cli sft x.yaml` (v1's launcher.py: sft, one process a visible GPU): the v1 reader."""
+    (tmp_path / "v1.yaml").write_text((V1 / "train_lora" / "train_lora_sft.yaml").read_text())
+    run = tmp_path / "run.sh"
+    run.write_text("export USE_V1=1\nCUDA_VISIBLE_DEVICES=0,1 llamafactory-cli sft v1.yaml\n")
+    r = read(run)
+    assert (r.request["gpus_per_node"], r.request["lora_rank"], r.request["fsdp"]) == (2, 16, "full")
