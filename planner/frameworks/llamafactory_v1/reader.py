@@ -12,7 +12,7 @@ from planner.errors import BadInput
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.llamafactory_v1 import SOURCE, V1
 from planner.intake import hydra, loraargs, models, tuners, vocab
-from planner.intake.collect import Collector, as_bool, as_int, default, show, where
+from planner.intake.collect import Collector, as_bool, as_int, default, is_default, show, where
 from planner.intake.flags import Flag
 from planner.model import catalog
 
@@ -264,13 +264,14 @@ def _precision(c: Collector, lora: bool, mixed: str, source: str) -> None:
     in PEFT's fp32."""
     if mixed:
         c.set("precision", mixed, source, "bf16")
-    elif lora:
+        return
+    said = f"{source.split(' (')[0]}; " if not is_default(source) else ""  # the file's bf16: false under sharding
+    if lora:
         why = default(SOURCE, f"{V1}core/model_engine.py:164-171", "the base in its checkpoint's dtype, no autocast")
-        c.set("precision", "bf16-pure", why, "bf16")
+        c.set("precision", "bf16-pure", said + why, "bf16")
     else:
-        c.set(
-            "precision", "fp32", default(SOURCE, f"{V1}core/model_engine.py:176-179", "model.to(torch.float32)"), "bf16"
-        )
+        why = default(SOURCE, f"{V1}core/model_engine.py:176-179", "model.to(torch.float32), no autocast")
+        c.set("precision", "fp32", said + why, "bf16")
 
 
 def _kernels(c: Collector, f: dict[str, Flag]) -> None:
