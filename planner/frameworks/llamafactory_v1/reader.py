@@ -175,10 +175,16 @@ def _batch(c: Collector, f: dict[str, Flag]) -> None:
         )
         return
     g = as_int(total.value) or 1
-    c.derived["grad_accum"] = (
-        ("gpus_per_node", "nodes"),
-        lambda r: max(1, g // max(1, (r.get("gpus_per_node") or 1) * (r.get("nodes") or 1)) // (m or 1)),
-    )
+
+    def accum(request: dict) -> int:
+        return max(1, g // max(1, (request.get("gpus_per_node") or 1) * (request.get("nodes") or 1)) // (m or 1))
+
+    c.derived["grad_accum"] = (("gpus_per_node", "nodes"), accum)
+    per_node, nodes = c.get("gpus_per_node"), c.get("nodes", 1)
+    if isinstance(per_node, int) and isinstance(nodes, int):  # the launch's processes, read before the file
+        world = {"gpus_per_node": per_node, "nodes": nodes}
+        why = f"{total.source} / ({per_node * nodes} data-parallel ranks x micro {m})"
+        c.number("grad_accum", accum(world), why, "global_batch_size")
 
 
 def _training(c: Collector, f: dict[str, Flag]) -> None:

@@ -94,3 +94,12 @@ def test_its_launch_line_is_read_with_the_v1_file(tmp_path):
     run.write_text("export USE_V1=1\nCUDA_VISIBLE_DEVICES=0,1 llamafactory-cli sft v1.yaml\n")
     r = read(run)
     assert (r.request["gpus_per_node"], r.request["lora_rank"], r.request["fsdp"]) == (2, 16, "full")
+
+
+def test_global_batch_size_over_the_launchs_processes(tmp_path):
+    """The launch's visible GPUs, read before the file, split the global batch at once (32 // 2 ranks // micro 2)."""
+    (tmp_path / "v1.yaml").write_text("model: Qwen/Qwen3-0.6B\nmicro_batch_size: 2\nglobal_batch_size: 32\n")
+    run = tmp_path / "run.sh"
+    run.write_text("export USE_V1=1\nCUDA_VISIBLE_DEVICES=0,1 llamafactory-cli sft v1.yaml\n")
+    r = read(run)
+    assert (r.request["gpus_per_node"], r.request["micro_batch"], r.request["grad_accum"]) == (2, 2, 8)
