@@ -14,6 +14,10 @@ from planner.frameworks import adapter
 
 console = Out()  # rich on a terminal; to a pipe, whole tables 170 columns wide, drawn without rich where it can
 
+# the label of each framework's own SFT head (Framework.sft_head) where it is not the plan's --loss: TRL's fused
+# log-prob head over every next token, LLaMA-Factory v1's loss beside transformers' (planner.estimate.v1_head)
+SFT_HEADS = {"fused-logprob": "TRL's SFT log-prob head", "lf-v1": "LLaMA-Factory v1's loss beside transformers'"}
+
 
 def gib(x: int) -> str:
     return f"{x / GIB:.2f}"
@@ -85,10 +89,8 @@ def breakdown_table(p: Plan) -> Table:
     if m.paged_bytes:
         t.add_row("paged optimizer states (unified memory, not in the peak)", gib(m.paged_bytes))
     head = {"fused": "TRL log-prob head", "full": "full logits"}[p.workload.logprobs] if p.workload.rl else p.loss
-    if not p.workload.rl and p.loss == "standard" and adapter(p.framework, p.release).sft_head == "fused-logprob":
-        head = "TRL's SFT log-prob head"  # planner.estimate.temp_terms: every next token through the fused head
-    if not p.workload.rl and p.loss == "standard" and adapter(p.framework, p.release).sft_head == "lf-v1":
-        head = "LLaMA-Factory v1's loss beside transformers'"  # planner.estimate.v1_head
+    if not p.workload.rl and p.loss == "standard":  # a framework's own SFT head (planner.estimate.temp_terms)
+        head = SFT_HEADS.get(adapter(p.framework, p.release).sft_head, head)
     head = "whole logits, ms-swift 3.2-3.6's VLM scoring" if "whole_logits_bytes" in m.detail else head
     head = "student and teacher logits, generalized JSD" if p.workload.kind == "gkd" else head  # planner.estimate.gkd
     head = f"{p.task} head" if p.task in ("seq-cls", "reranker", "embedding") else head  # planner.estimate.heads

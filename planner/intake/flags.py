@@ -63,3 +63,13 @@ def _computed(text: str) -> bool:
 def from_mapping(data: dict, path: Path, prefix: str = "") -> dict[str, Flag]:
     """A YAML / JSON config's top-level keys as flags."""
     return {str(k): Flag(str(k), v, where(path, prefix + str(k), v), str(k)) for k, v in data.items()}
+
+
+def dotted(data: dict, path: Path, prefix: str = "") -> dict[str, Flag]:
+    """A YAML config's keys as flags, a section's dotted (`peft_config.r`, `model._component_`), each with its file and
+    key: torchtune's recipe configs and LLaMA-Factory v1's plugin sections."""
+    out: dict[str, Flag] = {}
+    for k, v in data.items():
+        key = f"{prefix}{k}"
+        out |= dotted(v, path, f"{key}.") if isinstance(v, dict) else {key: Flag(key, v, where(path, key, v), key)}
+    return out

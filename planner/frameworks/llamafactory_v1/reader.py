@@ -12,8 +12,8 @@ from planner.errors import BadInput
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.llamafactory_v1 import SOURCE, V1
 from planner.intake import hydra, loraargs, models, tuners, vocab
-from planner.intake.collect import Collector, as_bool, as_int, default, is_default, show, where
-from planner.intake.flags import Flag
+from planner.intake.collect import Collector, as_bool, as_int, default, is_default, show
+from planner.intake.flags import Flag, dotted
 from planner.model import catalog
 
 # the dataclasses' keys (config/model_args.py, data_args.py, sample_args.py, training_args.py); any other stops v1's
@@ -27,18 +27,9 @@ KEYS = {
     *("full_determinism", "resume_from_checkpoint", "save_steps", "save_epochs", "save_ckpt_as_hf"),
     *("save_total_limit", "logging_steps"),
 }
-ATTENTION = {"eager": "eager", "sdpa": "sdpa", "flash_attention_2": "flash"}  # config/model_args.py:64-68
+ATTENTION = ("eager", "sdpa", "flash_attention_2")  # config/model_args.py:64-68: the values v1 takes
 PACKED = ("padding_free", "dynamic_padding_free")  # plugins/trainer_plugins/batching.py:87-199: one row a micro-batch
 BATCHING = ("normal", "dynamic_batching", *PACKED)
-
-
-def flatten(data: dict, path: Path, prefix: str = "") -> dict[str, Flag]:
-    """The YAML's keys, a section's dotted (`peft_config.r`, `dist_config.name`), each with its file and key."""
-    out: dict[str, Flag] = {}
-    for k, v in data.items():
-        key = f"{prefix}{k}"
-        out |= flatten(v, path, f"{key}.") if isinstance(v, dict) else {key: Flag(key, v, where(path, key, v), key)}
-    return out
 
 
 def read_file(
@@ -64,7 +55,7 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag], vars=
                 f"{path.name}: {key}: a v1 plugin section needs a name ({V1}config/arg_utils.py:84-103 stops without one)",
                 "config",
             )
-    f = flatten(data, path) | overrides
+    f = dotted(data, path) | overrides
     c.add_file(path)
     for key in sorted({k.split(".")[0] for k in f} - KEYS):
         c.note(
@@ -95,8 +86,8 @@ def _refused(f: dict[str, Flag]) -> None:
     if str(cls) != "llm":  # config/arg_utils.py:39-44: cls a token classifier, other AutoModel
         tuners.refuse(src, f"model_class {cls} (AutoModelForTokenClassification or AutoModel under the v1 trainer)")
     for key in ("optim_config", "lr_scheduler_config"):
-        if any(k == key or k.startswith(f"{key}.") for k in f if f[k].value is not None):
-            name = next(k for k in f if k == key or k.startswith(f"{key}."))
+        name = next((k for k in f if (k == key or k.startswith(f"{key}.")) and f[k].value is not None), None)
+        if name is not None:
             raise BadInput(
                 f"{f[name].source}: v1 registers no {key.split('_')[0]} plugin, so its parser stops on it "
                 f"({V1}plugins/trainer_plugins/optimizer.py:18-19, lr_scheduler.py:18-19): remove it",
@@ -191,7 +182,7 @@ def _training(c: Collector, f: dict[str, Flag]) -> None:
     on, src = _get(f, "enable_activation_checkpointing", True, "config/training_args.py:68")
     c.set("checkpointing", "full" if as_bool(on) else "off", src, "enable_activation_checkpointing")
     attn, asrc = _get(f, "flash_attn", "sdpa", "config/model_args.py:36")
-    c.set("attention", vocab.attention(ATTENTION[str(attn)]) or "sdpa", asrc, "flash_attn")
+    c.set("attention", vocab.attention(attn), asrc, "flash_attn")  # _refused took only ATTENTION's
     strategy, bsrc = _get(f, "batching_strategy", "normal", "config/training_args.py:60")
     if str(strategy) not in BATCHING:
         raise BadInput(f"{bsrc}: v1 takes {', '.join(BATCHING)} (config/training_args.py:60)", "config")

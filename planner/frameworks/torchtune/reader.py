@@ -15,8 +15,8 @@ from planner.errors import BadInput
 from planner.frameworks.torchtune import OTHER_RECIPES, RECIPES
 from planner.frameworks.torchtune import reader_model as model
 from planner.intake import world
-from planner.intake.collect import Collector, as_bool, default, is_file, parse_yaml, show, where
-from planner.intake.flags import Flag
+from planner.intake.collect import Collector, as_bool, default, is_file, parse_yaml, show
+from planner.intake.flags import Flag, dotted
 from planner.intake.limits import OverLimit, read_config_text
 
 TT = "torchtune 0.6.1"
@@ -149,18 +149,6 @@ def load(path: Path) -> dict:
     return data
 
 
-def flatten(data: dict, path: Path, prefix: str = "") -> dict[str, Flag]:
-    """A recipe YAML's keys, dotted (`model._component_`, `tokenizer.max_seq_len`), each with its file and line."""
-    out: dict[str, Flag] = {}
-    for k, v in data.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out |= flatten(v, path, f"{key}.")
-        else:
-            out[key] = Flag(key, v, where(path, key, v), key)
-    return out
-
-
 def merge(f: dict[str, Flag], overrides: dict[str, Flag]) -> dict[str, Flag]:
     """The command line's `key=value` over the YAML (torchtune/config/_utils.py:147-175)."""
     out = dict(f)
@@ -176,7 +164,7 @@ def merge(f: dict[str, Flag], overrides: dict[str, Flag]) -> dict[str, Flag]:
 
 def read_alone(c: Collector, data: dict, path: Path) -> None:
     """A recipe YAML given alone: its recipe told from its file name (`tune cp` keeps the built-in's) or its FSDP keys."""
-    f = flatten(data, path)
+    f = dotted(data, path)
     lora = "lora" in str(f.get("model._component_", Flag("", "", "", "")).value).rsplit(".", 1)[-1]
     one = any(w in path.stem for w in ("single_device", "low_memory"))  # the built-ins' single-device names
     distributed = any(k.startswith("fsdp_") for k in f) or not one
@@ -189,7 +177,7 @@ def read_alone(c: Collector, data: dict, path: Path) -> None:
 
 
 def read(c: Collector, data: dict, path: Path, recipe: str, overrides: dict[str, Flag]) -> None:
-    f = merge(flatten(data, path), overrides)
+    f = merge(dotted(data, path), overrides)
     c.add_file(path)
     model.read_model(c, f, path, recipe)
     _batch(c, f)
