@@ -6,17 +6,14 @@ under them (which of the backward's two moments is the peak turns on it), at a 1
 slow on CPU). Measured: every peak within the terms' per-token allowance (FUSED_PER_TOKEN, 16 bytes) and a few
 allocator blocks."""
 
-import json
 import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from planner.estimate import role_heads
 from planner.frameworks import FRAMEWORKS
+from tests.probes.venvprobe import run_probe
 
-ROOT = Path(__file__).resolve().parents[2]
 VOCAB, CHUNK = 1024, 512
 ROUNDING = 8 * 512  # a few of the allocator's 512-byte blocks (probes.tracker) over the chunk's small tensors
 # one chunk at a hidden size near its tokens (the matmuls' moment is the backward's peak), two and a partial third at a
@@ -30,11 +27,7 @@ RELEASES = {
 
 
 def _measured(python: str) -> list[dict]:
-    args = [python, "probes/verl_fused_head.py", *(",".join(map(str, s)) for s in SHAPES)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    run = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return run_probe(python, "verl_fused_head.py", *(",".join(map(str, s)) for s in SHAPES), timeout=600)
 
 
 @pytest.mark.parametrize("release", list(RELEASES))
