@@ -178,14 +178,14 @@ def _step(engine, opt, batch: dict, accum: int, sync_each: bool) -> None:
 def _run(job: dict, case: Case, accum: int, log: list, world: int) -> dict:
     import torch
 
-    from probes.step import build_model, inputs
+    from probes.step import build_model, inputs, vocab_of
 
     rows = case.micro_batch * case.grad_accum
     split = Case(case.config, case.knobs, rows // accum, accum, case.seq_len)
     torch.manual_seed(0)
     model = build_model(split, paths="cpu")
     engine, opt = _engine(split, job["mode"], model, world)
-    batch = inputs(split, model.get_input_embeddings().num_embeddings)
+    batch = inputs(split, vocab_of(model))
     steps = []
     for _ in range(job["steps"]):
         torch.distributed.barrier()

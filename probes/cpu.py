@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from probes.step import Case, build_model, inputs, train_steps, vlm_inputs
+from probes.step import Case, build_model, inputs, train_steps, vlm_inputs, vocab_of
 from probes.tracker import LiveBytes
 from recipe import text_layers
 
@@ -23,7 +23,7 @@ def measure(case: Case, steps: int = 2, model=None) -> dict:
     if case.image_tokens:
         batch, image_tokens = vlm_inputs(case, model)
     else:
-        batch, image_tokens = inputs(case, model.get_input_embeddings().num_embeddings), 0
+        batch, image_tokens = inputs(case, vocab_of(model)), 0
     t = LiveBytes()
     t.add_existing(list(model.parameters()) + list(model.buffers()), "params")
     t0 = time.perf_counter()

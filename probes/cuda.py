@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from probes.step import Case, build_model, inputs, vlm_inputs
+from probes.step import Case, build_model, inputs, vlm_inputs, vocab_of
 from probes.step import amp as uses_amp
 from recipe import HALF, make_optimizer
 
@@ -49,7 +49,7 @@ def measure(case: Case, steps: int = 3, capacity_bytes: int | None = None) -> di
         if case.image_tokens:  # the images' inputs the processor gives (probes.images)
             batch, held = vlm_inputs(case, model, device="cuda")
         else:
-            batch = inputs(case, model.get_input_embeddings().num_embeddings, device="cuda")
+            batch = inputs(case, vocab_of(model), device="cuda")
         opt = make_optimizer([p for p in model.parameters() if p.requires_grad], k.optimizer)
         half = HALF.get(k.precision)
 

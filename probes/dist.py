@@ -251,7 +251,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     import torch
     import torch.distributed as dist
 
-    from probes.step import build_model, inputs
+    from probes.step import build_model, inputs, vocab_of
     from recipe import make_optimizer
 
     job, case = read_job(job_path)
@@ -259,7 +259,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.manual_seed(0)
     model = build_model(case, paths="cpu")
-    batch = inputs(case, model.get_input_embeddings().num_embeddings)
+    batch = inputs(case, vocab_of(model))
     params = [p for p in model.parameters() if p.requires_grad]
     extra = {"ddp_buckets": 0}
     if k.fsdp != "off":

@@ -64,7 +64,7 @@ def one_process_saved(case: Case, cast: bool) -> dict[str, int]:
     floating parameter cast to bf16 (what FSDP2's bf16 policy computes with)."""
     import torch
 
-    from probes.step import build_model, inputs
+    from probes.step import build_model, inputs, vocab_of
 
     torch.manual_seed(0)
     model = build_model(case, paths="cpu")
@@ -72,7 +72,7 @@ def one_process_saved(case: Case, cast: bool) -> dict[str, int]:
         for p in model.parameters():
             if p.dtype.is_floating_point:
                 p.data = p.data.to(torch.bfloat16)
-    return saved_bytes_by_dtype(model, inputs(case, model.get_input_embeddings().num_embeddings))
+    return saved_bytes_by_dtype(model, inputs(case, vocab_of(model)))
 
 
 def measure_fsdp_peak(case: Case, world: int = 2) -> list[dict]:
@@ -128,14 +128,14 @@ def _peak_main(case: Case, rank: int, out_dir: str) -> None:
     import torch
     from torch.autograd.profiler import profile, record_function
 
-    from probes.step import build_model, inputs
+    from probes.step import build_model, inputs, vocab_of
     from recipe import make_optimizer, shard_fsdp
 
     saved: dict[str, int] = {}
     with profile(profile_memory=True) as prof:
         torch.manual_seed(0)
         model = shard_fsdp(build_model(case, paths="cpu"), case.knobs)
-        batch = inputs(case, model.get_input_embeddings().num_embeddings)
+        batch = inputs(case, vocab_of(model))
         opt = make_optimizer([p for p in model.parameters() if p.requires_grad], case.knobs.optimizer)
         saved = saved_bytes_by_dtype(model, batch)  # the first step: its forward's saved tensors counted
         opt.step()
@@ -158,7 +158,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     import torch
     import torch.distributed as dist
 
-    from probes.step import build_model, inputs
+    from probes.step import build_model, inputs, vocab_of
     from recipe import shard_fsdp
 
     job, case = read_job(job_path)
@@ -171,7 +171,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
         return
     torch.manual_seed(0)
     model = build_model(case, paths="cpu")
-    batch = inputs(case, model.get_input_embeddings().num_embeddings)
+    batch = inputs(case, vocab_of(model))
     built = {str(p.dtype) for p in model.parameters() if p.requires_grad}
     model = shard_fsdp(model, case.knobs)
     saved = saved_bytes_by_dtype(model, batch)

@@ -62,7 +62,7 @@ def saved_at_forward_end(model, case) -> int:
     a reentrant checkpoint's inputs are counted through its own save_for_backward)."""
     import torch
 
-    from probes.step import autocast_for, inputs
+    from probes.step import autocast_for, inputs, vocab_of
 
     keep = {}
 
@@ -71,7 +71,7 @@ def saved_at_forward_end(model, case) -> int:
         keep[s.data_ptr()] = s.nbytes()
         return t
 
-    batch = inputs(case, model.get_input_embeddings().num_embeddings)
+    batch = inputs(case, vocab_of(model))
     ctx = autocast_for(case.knobs, "cpu")
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), ctx if ctx is not None else _null():
         loss = model(**batch).loss

@@ -165,7 +165,7 @@ def build(case: Case, world: int, rank: int):
 def measure_step(case: Case, world: int, rank: int) -> dict[str, int]:
     """One micro-batch (the probes' worst-case padded batch; a sequence-parallel rank's slice of it) and one
     optimizer step: the measured terms of TERMS."""
-    from probes.step import inputs
+    from probes.step import inputs, vocab_of
     from probes.tracker import LiveBytes
     from recipe import make_optimizer
     from recipe.loss import loss_sum
@@ -173,7 +173,7 @@ def measure_step(case: Case, world: int, rank: int) -> dict[str, int]:
 
     par, model = build(case, world, rank)
     opt = make_optimizer([p for p in model.parameters() if p.requires_grad], case.knobs.optimizer)
-    batch = inputs(case, model.get_input_embeddings().num_embeddings)
+    batch = inputs(case, vocab_of(model))
     if par.sp > 1:
         batch = local_slice(batch, par.sp, par.mesh["sp"].get_local_rank())
     model_inputs = {k: v for k, v in batch.items() if k not in ("labels", "targets")}

@@ -8,7 +8,7 @@ from contextlib import nullcontext
 from probes.allocator import Allocator, replay
 from probes.shadow import ShadowFakeMode, masks_as_run
 from probes.sim import fake_grouped_mm, fake_model
-from probes.step import Case, inputs, train_steps, vlm_inputs
+from probes.step import Case, inputs, train_steps, vlm_inputs, vocab_of
 from probes.tracker import LiveBytes
 from recipe import text_layers
 
@@ -48,7 +48,7 @@ def step_events(case: Case, steps: int = 4, paths: str = "cuda") -> list[tuple]:
     tracker = RecordingLiveBytes()
     tracker.add_existing(list(model.parameters()) + list(model.buffers()), "params")
     with mode, masks, fake_grouped_mm():
-        vocab = model.get_input_embeddings().num_embeddings
+        vocab = vocab_of(model)
         batch = {k: mode.share(v) for k, v in real.items()} if real else inputs(case, vocab)
         with tracker:
             train_steps(case, model, tracker, batch, steps=steps, paths=paths, n_layers=layers)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from planner.model.families import from_config
 from probes.routing import routed_eager_experts
 from probes.shadow import ShadowFakeMode, masks_as_run
-from probes.step import Case, build_model, inputs, train_steps, vlm_inputs
+from probes.step import Case, build_model, inputs, train_steps, vlm_inputs, vocab_of
 from probes.tracker import CATEGORIES, LiveBytes
 from recipe import HALF, text_layers
 from recipe.model import deepspeed_managed, fsdp_policy_half
@@ -75,7 +75,7 @@ def trace(case: Case, layers: int, paths: str = "cuda") -> Trace:
     real, image_tokens = vlm_inputs(case, model, traced=True) if case.image_tokens else (None, 0)
     masks = masks_as_run(mode) if real else nullcontext()
     with mode, masks, fake_grouped_mm(), routed_eager_experts(model, case.knobs.expert_imbalance):
-        vocab = model.get_input_embeddings().num_embeddings
+        vocab = vocab_of(model)
         batch = {k: mode.share(v) for k, v in real.items()} if real else inputs(case, vocab)
         tracker = LiveBytes()
         tracker.add_existing(list(model.parameters()) + list(model.buffers()), "params")

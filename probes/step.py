@@ -24,7 +24,12 @@ from recipe.attention import pack
 from recipe.checkpointing import offload_context
 from recipe.in_backward import InBackward
 from recipe.loss import loss_sum
-from recipe.model import amp, deepspeed_managed, fsdp_policy_half
+from recipe.model import (
+    amp,
+    deepspeed_managed,
+    fsdp_policy_half,
+    vocab_of,  # noqa: F401 - the probes take it from here
+)
 
 
 @dataclass(frozen=True)

@@ -232,7 +232,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
 
     from planner.export.configs import deepspeed_config_for
     from planner.model.families import from_config
-    from probes.step import build_model, inputs
+    from probes.step import build_model, inputs, vocab_of
     from recipe import make_optimizer
     from recipe.dist import client_optimizer_config, init_deepspeed
 
@@ -240,7 +240,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.manual_seed(0)
     model = build_model(case, paths="cpu")
-    batch = inputs(case, model.get_input_embeddings().num_embeddings)
+    batch = inputs(case, vocab_of(model))
     init_deepspeed("gloo", cpu=True)
     ds = deepspeed_config_for(case.knobs, case.micro_batch, case.grad_accum, world, from_config(case.config, "probe"))
     ds["zero_optimization"].update(job["zero"])

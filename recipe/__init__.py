@@ -44,10 +44,11 @@ def lora_config(knobs, model_spec=None):
     adalora or vera: PEFT's AdaLoraConfig or VeraConfig at --lora-rank (tuner_config); oft or boft: _oft_config."""
     from peft import LoraConfig
 
-    from planner.model.lora_targets import peft_target_modules, peft_target_parameters
+    from planner.model.lora_targets import peft_target_modules, peft_target_parameters, with_ends
 
     save = ["embed_tokens", "wte", "lm_head"] if knobs.lora_train_embeddings else None
     targets = peft_target_modules(knobs.lora_targets, model_spec, getattr(knobs, "lora_vision", False)) or []
+    targets = with_ends(targets, getattr(knobs, "lora_ends", "none"), model_spec) or []
     variant = getattr(knobs, "lora_variant", "lora")
     if (
         variant == "adapter"

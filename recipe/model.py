@@ -224,6 +224,13 @@ def _freeze_layers(model, knobs) -> None:
             p.requires_grad_(False)
 
 
+def vocab_of(model) -> int:
+    """The input embedding's rows; PEFT's lora.Embedding (LoRA on embed_tokens: Knobs.lora_ends) wraps the
+    nn.Embedding as its base_layer."""
+    emb = model.get_input_embeddings()
+    return getattr(emb, "base_layer", emb).num_embeddings
+
+
 def _adapters(model, knobs, quant_standin: bool, spec):
     """PEFT's LoRA adapters (fp32), input gradients under checkpointing (as HF's Trainer and TRL turn them on for a
     PEFT model), then --quant's 4-bit base."""

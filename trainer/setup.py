@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
+from recipe.model import vocab_of
 from trainer import checkpoint
 from trainer.data import GlobalBatchSampler, load
 from trainer.model import build_model
@@ -34,7 +35,7 @@ def setup(t) -> None:
     """Everything a step needs, set on `t` (a trainer.step.Trainer) in the order the ranks must agree on."""
     cfg = t.cfg
     model = _model(t, cfg)
-    _data(t, cfg, model.get_input_embeddings().num_embeddings)
+    _data(t, cfg, vocab_of(model))
     opt, sched = _optimizer(t, cfg, model)
     _engine(t, cfg, model, opt, sched)
     t.model.train()

@@ -84,6 +84,10 @@ Batching = Literal["padded", "packed"]
 # PEFT's AdaLoRA and VeRA at --lora-rank (planner.estimate.peft_tuners); ms-swift's bottleneck adapter after each
 # decoder layer's MLP, --lora-rank its adapter_length (planner.estimate.bottleneck)
 LoraVariant = Literal["lora", "dora", "oft", "boft", "adalora", "vera", "adapter"]
+# LoRA on the ends of the language model beside --lora-targets' decoder linears (PEFT's target_modules naming
+# embed_tokens: its lora.Embedding; lm_head: a lora.Linear whose lora_B writes a vocabulary-wide output a token):
+# planner.estimate.lora_ends
+LoraEnds = Literal["none", "embed", "head", "both"]
 # compressed-tensors' weight-only schemes planned (planner.estimate.quant): llm-compressor's W4A16 at groups of 128
 # (its preset), 64 or 32, W8A16 (8-bit, one scale a row), both in 128 x 128 blocks, all pack-quantized; and FP8
 # (e4m3) weights, float-quantized, one scale a row or a 128 x 128 block: (type, num_bits, scale: a group's size, None a
@@ -244,6 +248,14 @@ class KnobFields(BaseModel):
     )
     lora_train_embeddings: bool = Field(
         default=False, description=("train the embedding and head beside the adapters (PEFT modules_to_save)")
+    )
+    lora_ends: LoraEnds = Field(
+        default="none",
+        description=(
+            "LoRA on the input embedding (embed), the output head (head) or both, beside --lora-targets' linears "
+            "(PEFT's target_modules naming embed_tokens and lm_head: ms-swift's `all-linear embed_tokens lm_head`, "
+            "torchtune's apply_lora_to_output); the head's adapter writes a vocabulary-wide output a token"
+        ),
     )
     lora_variant: LoraVariant = Field(
         default="lora",

@@ -58,6 +58,7 @@ LORA_FIELDS: tuple[str, ...] = (
     "quant",
     "lora_targets",
     "lora_train_embeddings",
+    "lora_ends",
     "lora_variant",
     "lora_dropout",
     "lora_vision",
@@ -273,6 +274,11 @@ class Plan(KnobFields, _Split):
             if self.lora_targets != "all-linear"
             else "",
             "trained embeddings" if self.lora_train_embeddings else "",
+            {
+                "embed": "LoRA on the embedding",
+                "head": "LoRA on the head",
+                "both": "LoRA on the embedding and head",
+            }.get(self.lora_ends, ""),
             {
                 "dora": "DoRA",
                 "oft": f"OFT block {self.lora_rank}",

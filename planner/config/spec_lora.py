@@ -5,6 +5,7 @@ adapters; each broken rule a BadInput naming its field (as its CLI flag)."""
 from __future__ import annotations
 
 from planner.config.knobfields import CT_QUANTS, KnobFields
+from planner.config.spec_lora_ends import ends_rules
 from planner.errors import BadInput
 from planner.frameworks.memory import DROPOUT_KEPT_BY_FLAG
 
@@ -209,6 +210,7 @@ def lora_rules(k: KnobFields) -> None:
             ("lora_vision", False),
             ("lora_tower_full", False),
             ("lora_dropout_kept", False),
+            ("lora_ends", "none"),
         ):
             if getattr(k, field) != default:
                 flag = "--" + field.replace("_", "-")
@@ -232,6 +234,7 @@ def lora_rules(k: KnobFields) -> None:
             "lora_dropout_kept",
         )
     tower_full_rules(k)
+    ends_rules(k)
     dora_rules(k)
     oft_rules(k)
     boft_rules(k)

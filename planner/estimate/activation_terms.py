@@ -16,6 +16,7 @@ from planner.estimate import (
     freeze,
     frozen_lm,
     lora,
+    lora_ends,
     nograd,
     oft,
     parallel,
@@ -126,7 +127,7 @@ def _activations_bytes(s: Setup) -> int:
         total += (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) * (
             lora_layer_bytes(s) + ulysses_layer_bytes(s) + plora_layer_bytes(s)
         )
-    total += int8_retained_inputs_bytes(s) - frozen_ends_bytes(s)
+    total += int8_retained_inputs_bytes(s) - frozen_ends_bytes(s) + lora_ends_bytes(s)
     if bottleneck.bottleneck(s.knobs):  # no graph below the first layer's adapter
         layer = act.layer_bytes(t, rows, width, p) + lora_layer_bytes(s)
         total -= bottleneck.first_layer_idle_bytes(s.model, s.knobs, layer, rows * width)
@@ -362,6 +363,18 @@ def frozen_ends_bytes(s: Setup) -> int:
         frozen_head = s.lora and not k.lora_train_embeddings and not t.traits.layernorm and p != "amp"
         return act.saved_dtype_bytes(p)[1] * rows * width * t.hidden if frozen_head else 0
     return act.final_norm_bytes(t, rows, width, p)
+
+
+def lora_ends_bytes(s: Setup) -> int:
+    """LoRA on the embedding and the head (planner.estimate.lora_ends): what their adapters save; with the
+    embedding's, the first layer's input where frozen_ends_bytes took its norm's tensors away."""
+    k, (_, rows, width, _) = s.knobs, text_shape(s)
+    if not lora_ends.ends(k) or k.checkpointing == "offload":  # offload: on the host with every saved tensor
+        return 0
+    examined = lora.layer_examined(s.model, k) or lora.cast_layer_examined(s.model, k)
+    first = examined and k.checkpointing == "off" and not k.lora_train_embeddings
+    tokens = rows * width
+    return lora_ends.head_saved_bytes(s.model, k, tokens) + lora_ends.embed_saved_bytes(s.model, k, tokens, first)
 
 
 def host_activation_bytes_per_node(s: Setup) -> int:

@@ -216,8 +216,8 @@ def dora_magnitude_params(model, knobs) -> int:
     return sum(x.shape[-2] * x.count * prod(x.shape[:-2]) for x in model.tensors if x.adapted(knobs.lora_targets))
 
 
-def _dora_mode(knobs) -> str:
-    """How DoRA's tensors are held: fp32, half (DeepSpeed casts the module, adapters included, to half; FSDP's
+def adapter_mode(knobs) -> str:
+    """How the adapters' tensors are held (DoRA's, lora_ends'): fp32, half (DeepSpeed casts the module, adapters included, to half; FSDP's
     MixedPrecisionPolicy casts the unsharded parameters, adapters included), bf16-pure (a half base, fp32 adapters,
     no autocast) or torch AMP."""
     if knobs.precision == "fp32":
@@ -236,7 +236,7 @@ def dora_saved_layer_bytes(model, knobs, tokens: int) -> int:
     fp32 (75.11)."""
     if not dora(knobs):
         return 0
-    mode = _dora_mode(knobs)
+    mode = adapter_mode(knobs)
     base = 4 if mode == "fp32" else 2
     adapter = 2 if mode in ("amp", "half") else 4
     outs = sum(o for _, o in _adapted(model, knobs))
@@ -273,5 +273,5 @@ def dora_norm_temp_bytes(model, knobs) -> int:
     -0.7% (every-2), -3.4% (offload)."""
     if not dora(knobs):
         return 0
-    mode = _dora_mode(knobs)
+    mode = adapter_mode(knobs)
     return max((dora_norm_linear_bytes(d, o, mode) for d, o in _adapted(model, knobs)), default=0)

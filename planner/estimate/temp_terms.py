@@ -17,6 +17,7 @@ from planner.estimate import (
     gkd,
     heads,
     kto_entropy,
+    lora_ends,
     parallel,
     quant,
     recipe_terms,
@@ -73,7 +74,9 @@ def logits_loss_bytes(s: Setup) -> int:
     """The logits and the loss at the start of backward: each framework's and task's head (recipe_terms, role_heads,
     heads, gkd)."""
     if "logits_loss_bytes" not in s.memo:  # asked for several times a candidate: computed once (Setup.memo)
-        s.memo["logits_loss_bytes"] = _logits_loss_bytes(s)
+        _, rows, width, p = text_shape(s)  # LoRA on the head: its forward's moment, where larger (lora_ends)
+        head = lora_ends.head_forward_bytes(s.model, s.knobs, rows * width, act.saved_dtype_bytes(p)[0])
+        s.memo["logits_loss_bytes"] = max(_logits_loss_bytes(s), head)
     return s.memo["logits_loss_bytes"]
 
 

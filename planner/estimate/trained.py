@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import prod
 
 from planner.config.spec import Knobs
-from planner.estimate import boft, bottleneck, freeze, heads, lora, oft, peft_tuners, quant
+from planner.estimate import boft, bottleneck, freeze, heads, lora, lora_ends, oft, peft_tuners, quant
 from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
 from planner.estimate.torchao_optim import TORCHAO_BLOCK
@@ -48,7 +48,8 @@ def _trainable_params(s: Setup) -> int:
         else s.model.lora_params(k.lora_rank, k.lora_targets)
         + peft_tuners.adalora_extra_params(s.model, k, frozen_weight_bytes_per_param(k) == 2)
     )
-    return adapters + tower + lora.embedding_copy_params(s.model, k) + magnitudes
+    ends = lora_ends.end_adapter_params(s.model, k)  # LoRA on embed_tokens / lm_head
+    return adapters + tower + lora.embedding_copy_params(s.model, k) + magnitudes + ends
 
 
 # the towers and projectors --lora-tower-full trains: the one builder's VisionSpec.tower_modules (an Omni's audio tower
@@ -95,6 +96,7 @@ def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
                 n = t.count * prod(t.shape[:-2]) * t.lora_rank_multiple(k.lora_targets)
                 out += [(r * t.shape[-1], n), (r * t.shape[-2], n)]
                 out += [(t.shape[-2], n)] if lora.dora(k) else []  # DoRA's magnitude vector
+        out += lora_ends.end_tensor_sizes(s.model, k)
         return out + [(t.numel // t.count, t.count) for t in tower_full_tensors(s)]
     if freeze.freeze_tuned(k):
         return freeze.trained_tensor_sizes(s.model, k.trained_layers)
@@ -123,6 +125,7 @@ def _largest_trainable_matrix_params(s: Setup) -> int:
         if peft_tuners.vera(s.knobs):  # lambda_b, d_out elements
             adapters = max((n for n, _ in peft_tuners.tensor_sizes(s.model, s.knobs)), default=0)
         adapters = max([adapters, *(prod(t.shape) for t in tower_full_tensors(s) if len(t.shape) == 2)])
+        adapters = max([adapters, *(n for n, _ in lora_ends.end_tensor_sizes(s.model, s.knobs))])
         return max(adapters, s.model.text.vocab * s.model.text.hidden if s.knobs.lora_train_embeddings else 0)
     if freeze.freeze_tuned(s.knobs):
         return freeze.largest_trained_matrix_params(s.model)

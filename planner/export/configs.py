@@ -14,7 +14,7 @@ from planner.config.spec import Hardware, Knobs, Plan, saves_full_weights
 from planner.estimate.quant import FOUR_BIT
 from planner.estimate.zero import settings as zero_settings
 from planner.export import parallel
-from planner.model.lora_targets import peft_target_modules, peft_target_parameters
+from planner.model.lora_targets import peft_target_modules, peft_target_parameters, with_ends
 from planner.model.modelspec import ModelSpec
 
 DS_CONFIG_NAME = "ds_config.json"
@@ -29,7 +29,11 @@ def peft_config(plan: Plan, model: ModelSpec | None = None) -> dict | None:
     cfg = {
         "r": plan.lora_rank,
         "lora_alpha": 2 * plan.lora_rank,
-        "target_modules": peft_target_modules(plan.lora_targets, model, plan.lora_vision) or [],
+        # --lora-ends: embed_tokens / lm_head too, all-linear spelt as the model's linear names beside them
+        "target_modules": with_ends(
+            peft_target_modules(plan.lora_targets, model, plan.lora_vision), plan.lora_ends, model
+        )
+        or [],
         "lora_dropout": plan.lora_dropout,
         "task_type": "CAUSAL_LM",
     }

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from planner.frameworks.memory import DROPOUT_KEPT_BY_FLAG
 from planner.intake import tuners, vocab
-from planner.intake.collect import TRL, Collector, as_bool, as_float, default, one
+from planner.intake.collect import TRL, Collector, as_bool, as_float, as_names, default, one
 from planner.intake.flags import Flag
 
 
@@ -73,7 +73,22 @@ def _quant_storage(c: Collector, given: Flag | None, trl: bool) -> None:
     c.fact("quant_storage", "uint8", cite + "utils/quantization_config.py:477-478: uint8", "bnb_4bit_quant_storage")
 
 
+# the ends' module names in a target list (PEFT's embed_tokens and lm_head; ms-swift's all-embedding, every
+# nn.Embedding: a text model's embed_tokens): Knobs.lora_ends, planner.estimate.lora_ends
+END_NAMES = {"embed_tokens": "embed", "all-embedding": "embed", "lm_head": "head"}
+
+
 def lora_targets(c: Collector, value: object, source: str, key: str) -> None:
+    """The decoder linears a target list names (--lora-targets) and, apart, the embedding and head it names too
+    (--lora-ends); a list naming only the ends is planned beside all-linear, a `not planned:` line saying so."""
+    names = as_names(value)
+    ends = {END_NAMES[n] for n in names if n in END_NAMES}
+    if ends:
+        c.set("lora_ends", "both" if len(ends) == 2 else ends.pop(), source, key)
+        value = [n for n in names if n not in END_NAMES]
+        if not value:  # axolotl's lora_target_linear may add the linears; else planned above what PEFT builds
+            c.note(f"{source} (LoRA on the ends alone: planned beside all-linear's adapters, more than it trains)")
+            return
     mapped = vocab.lora_targets(value)
     if mapped:
         c.set("lora_targets", mapped, source, key)

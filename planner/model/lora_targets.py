@@ -34,6 +34,29 @@ def peft_target_modules(targets: str, model: ModelSpec | None = None, vision: bo
     return [n for n in names if not n.startswith("experts")] or None
 
 
+# PEFT's module names of the language model's ends (Knobs.lora_ends); GPT-2's embedding is wte
+END_MODULES = {"embed": ("embed_tokens",), "head": ("lm_head",), "both": ("embed_tokens", "lm_head")}
+
+
+def with_ends(targets: str | list[str] | None, ends: str, model: ModelSpec | None = None) -> str | list[str] | None:
+    """target_modules with LoRA on the embedding and/or the head too (Knobs.lora_ends): PEFT's all-linear leaves the
+    output layer out and takes no other name beside it, so it becomes the model's linear names (what it matches on a
+    text model) and the ends'."""
+    names = END_MODULES.get(ends, ())
+    if not names:
+        return targets
+    if targets == "all-linear":
+        if model is None:
+            raise ValueError("LoRA on the embedding or head beside all-linear needs the model's linear names")
+        targets = sorted(n for n in model.linear_names() if not n.startswith("experts"))
+    return [*(targets or []), *names]
+
+
+def end_modules(ends: str) -> list[str]:
+    """The ends' PEFT module names (Knobs.lora_ends), [] for none."""
+    return list(END_MODULES.get(ends, ()))
+
+
 def peft_target_parameters(targets: str) -> list[str] | None:
     """PEFT's target_parameters: the stacked expert weights --lora-targets names (experts.gate_up_proj,
     experts.down_proj), one LoRA pair per expert (PEFT's ParamWrapper)."""

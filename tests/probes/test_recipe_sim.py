@@ -158,6 +158,7 @@ def test_lora_terms_change_the_peak_as_the_sim_measures(name, precision, kw):
         {"quant": "nf4"},
         {"lora_train_embeddings": True},
         {"quant": "int8", "checkpointing": "full"},
+        {"lora_ends": "both", "lora_dropout": 0.1},  # PEFT's lora.Embedding and lm_head adapter (test_lora_ends)
         # each stand-in above on every commit; its variants the sweep tier's since stop 69, for CI's room (real
         # bitsandbytes steps, about 10 s each in make test)
         *(
@@ -220,7 +221,14 @@ def test_int8_storage_is_bitsandbytes():
 
 
 @pytest.mark.parametrize(
-    "kw", [{"lora_targets": "attention"}, {"lora_targets": "q_proj,down_proj"}, {"lora_train_embeddings": True}]
+    "kw",
+    [
+        {"lora_targets": "attention"},
+        {"lora_targets": "q_proj,down_proj"},
+        {"lora_train_embeddings": True},
+        {"lora_ends": "both"},  # all-linear's names and the ends (lora_targets.with_ends), the head tied
+        {"lora_targets": "q_proj", "lora_ends": "head"},
+    ],
 )
 def test_trainable_count_is_pefts(kw):
     """The adapters (and trained embedding copies) counted as PEFT builds them on the real model."""
@@ -235,7 +243,7 @@ def test_trainable_count_is_pefts(kw):
     knobs = Knobs.make(lora_rank=8, **kw)
     with torch.device("meta"):
         hf = transformers.AutoModelForCausalLM.from_config(hf_config(model.config))
-    peft = get_peft_model(hf, lora_config(knobs))
+    peft = get_peft_model(hf, lora_config(knobs, model))
     assert sum(p.numel() for p in peft.parameters() if p.requires_grad) == trainable_params(
         Setup(model, knobs, 1, 1, 8)
     )

@@ -66,6 +66,7 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
     "quant_absmax",
     "lora_targets",
     "lora_train_embeddings",
+    "lora_ends",  # LoRA on embed_tokens / lm_head (its target list: intake.loraargs.END_NAMES)
     "lora_dropout",
     "lora_base_fp32",
     "frozen",

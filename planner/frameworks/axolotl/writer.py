@@ -30,7 +30,7 @@ from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.axolotl.keys import KEYS, OWN_OPTIMS
 from planner.model.catalog import checkpoints
-from planner.model.lora_targets import peft_target_modules, peft_target_parameters
+from planner.model.lora_targets import end_modules, peft_target_modules, peft_target_parameters
 from planner.model.modelspec import ModelSpec
 
 VERSION = "axolotl 0.19.0"
@@ -142,11 +142,11 @@ def adapter_keys(plan: Plan, model: ModelSpec) -> dict:
         out.update([k("quant_4bit", True), k("quant_kwargs", kwargs)])
     out.update([k("lora_rank", plan.lora_rank), k("lora_alpha", 2 * plan.lora_rank)])
     out.update([k("lora_dropout", plan.lora_dropout)])
-    targets = peft_target_modules(plan.lora_targets)
-    if targets == "all-linear":
-        out.update([k("lora_target_linear", True)])
+    targets, ends = peft_target_modules(plan.lora_targets), end_modules(plan.lora_ends)
+    if targets == "all-linear":  # its loader adds every linear to lora_target_modules (loaders/adapter.py:174-182)
+        out.update([k("lora_target_linear", True), *([k("lora_targets", ends)] if ends else [])])
     elif targets:
-        out.update([k("lora_targets", loaded(model).lora_names(targets))])
+        out.update([k("lora_targets", loaded(model).lora_names(targets) + ends)])
     if peft_target_parameters(plan.lora_targets):
         out.update([k("lora_target_parameters", peft_target_parameters(plan.lora_targets))])
     if plan.lora_train_embeddings:

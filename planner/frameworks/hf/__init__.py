@@ -232,6 +232,7 @@ HF_EVERY = (
     "quant_absmax",
     "lora_targets",
     "lora_train_embeddings",
+    "lora_ends",  # LoRA on embed_tokens / lm_head (its target list: intake.loraargs.END_NAMES)
     "lora_dropout",
     "lora_vision",
     "lora_base_fp32",

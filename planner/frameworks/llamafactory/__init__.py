@@ -94,6 +94,7 @@ FRAMEWORK = Framework(
         "quant_absmax",
         "lora_targets",
         "lora_train_embeddings",
+        "lora_ends",  # LoRA on embed_tokens / lm_head (its target list: intake.loraargs.END_NAMES)
         "lora_dropout",
         "lora_base_fp32",
         "frozen",

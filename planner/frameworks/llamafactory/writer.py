@@ -31,7 +31,7 @@ from planner.frameworks.llamafactory.releases import writes_pixels as line_write
 from planner.frameworks.llamafactory.writer_media import media_entries
 from planner.frameworks.llamafactory.writer_optim import matrix_optimizer_entries
 from planner.model.catalog import checkpoints
-from planner.model.lora_targets import peft_target_modules
+from planner.model.lora_targets import end_modules, peft_target_modules
 from planner.model.modelspec import ModelSpec
 
 VERSION = "llamafactory 0.9.5"
@@ -212,7 +212,7 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
             (*k("oft_targets", lora_target(plan, model)), ""),
         ]
     elif plan.lora_rank:
-        peft = configs.peft_config(plan)
+        peft = configs.peft_config(plan, model)
         out += [
             (*k("lora_rank", plan.lora_rank), ""),
             (*k("lora_alpha", peft["lora_alpha"]), ""),
@@ -248,11 +248,14 @@ def oft(plan: Plan) -> bool:
 
 
 def lora_target(plan: Plan, model: ModelSpec) -> str:
-    """`all`, or the plan's module names that are linears of this model (comma-separated)."""
-    targets = peft_target_modules(plan.lora_targets)
-    if targets == "all-linear":
+    """`all`, or the plan's module names that are linears of this model (comma-separated); with --lora-ends the
+    linears by name and embed_tokens / lm_head (`all` is taken only alone: v0.9.5 src/llamafactory/model/adapter.py:205-208)."""
+    targets, ends = peft_target_modules(plan.lora_targets), end_modules(plan.lora_ends)
+    if targets == "all-linear" and not ends:
         return "all"
-    return ",".join(loaded(model).lora_names(targets))
+    if targets == "all-linear":
+        targets = sorted(n for n in model.linear_names() if not n.startswith("experts"))
+    return ",".join(loaded(model).lora_names(targets) + ends)
 
 
 def loaded(model: ModelSpec) -> checkpoints.Checkpoint:

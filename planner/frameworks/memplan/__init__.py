@@ -32,6 +32,7 @@ FRAMEWORK = Framework(
         "quant_absmax",
         "lora_targets",
         "lora_train_embeddings",
+        "lora_ends",  # recipe.lora_config: target_modules with embed_tokens / lm_head
         "lora_dropout",
         "lora_variant",
         "lora_vision",

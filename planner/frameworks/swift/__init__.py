@@ -169,6 +169,7 @@ FRAMEWORK = Framework(
         "quant_absmax",
         "lora_targets",
         "lora_train_embeddings",
+        "lora_ends",  # LoRA on embed_tokens / lm_head (its target list: intake.loraargs.END_NAMES)
         "lora_dropout",
         "trained_layers",  # --freeze_parameters_ratio 1 --trainable_parameters; --tuner_type llamapro (reader_freeze)
         "lora_base_fp32",

@@ -152,8 +152,6 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
         c.number("lora_rank", rank, rsrc if key not in f else f"{rsrc}; {src}", KEYS.flag("lora_rank"))
     targets, tsrc = look(f, "lora_targets")
     given = f.get(KEYS.key("lora_targets"))
-    if given:
-        swift_tuners.refuse_head_targets(given.value, given.source)
     loraargs.lora_targets(c, given.value if given else targets, tsrc, KEYS.flag("lora_targets"))
     dropout, dsrc = look(f, "lora_dropout")
     if variant not in ("vera", "boft") and as_float(dropout) is not None:  # BOFT: its own boft_dropout

@@ -12,7 +12,6 @@ from __future__ import annotations
 from planner.frameworks.swift.keys import ADAPTER_ACT, VERA_DROPOUT
 from planner.frameworks.swift.keys import TUNER_RANK as RANK
 from planner.frameworks.swift.reader_rl import get, look
-from planner.intake import tuners
 from planner.intake.collect import Collector, as_float, as_int, one
 from planner.intake.flags import Flag
 from planner.intake.loraargs import BOFT_FIXED, refuse_unplanned
@@ -69,20 +68,6 @@ def unplanned_backends(c: Collector, f: dict[str, Flag]) -> None:
     backend = f.get("tuner_backend")
     if backend is not None and str(one(backend.value)).lower() == "unsloth":
         c.note(f"{backend.source} (unsloth's kernels and checkpointing are not planned: planned as PEFT's)")
-
-
-# the modules ms-swift adds to all-linear's (v4.5.2 swift/pipelines/train/tuner.py:97-110: `all-linear` expanded, the
-# other names kept; `all-embedding` the embeddings) that are not a decoder linear: LoRA on them is not planned
-HEAD_TARGETS = ("embed_tokens", "lm_head", "all-embedding")
-
-
-def refuse_head_targets(value: object, source: str) -> None:
-    """--target_modules naming the embeddings or the output head beside the linears (lora2.sh's `all-linear
-    embed_tokens lm_head`: the head's LoRA output a vocabulary-wide tensor a token), refused in one line."""
-    names = [str(v) for v in (value if isinstance(value, list) else str(value).split())]
-    named = [n for n in names if n in HEAD_TARGETS]
-    if named:
-        tuners.refuse(source, f"LoRA on the embeddings or the output head ({' '.join(named)})")
 
 
 # ms-swift 4.x's --tuner_type lora_llm (swift/tuner_plugin/lora_llm.py:72-81): PEFT's LoraConfig(r, lora_alpha,

@@ -44,7 +44,7 @@ from planner.frameworks.swift.writer_rollout import engine_gpus, placement_flags
 from planner.frameworks.swift.writer_rollout import header as rollout_header
 from planner.frameworks.swift.writer_rollout import pin_before as rollout_pin
 from planner.model.catalog import checkpoints
-from planner.model.lora_targets import peft_target_modules, peft_target_parameters
+from planner.model.lora_targets import end_modules, peft_target_modules, peft_target_parameters
 from planner.model.modelspec import ModelSpec
 
 VERSION = "ms-swift 4.6.0"
@@ -266,10 +266,10 @@ def quant_flags(plan: Plan) -> list[Flag]:
 
 def target_modules(plan: Plan, model: ModelSpec) -> list[str]:
     # never None here: targets on stacked experts alone are refused by the adapter's lora_targets rule (check)
-    targets = peft_target_modules(plan.lora_targets)
-    if targets == "all-linear":
-        return ["all-linear"]
-    return loaded(model).lora_names(targets)
+    targets, ends = peft_target_modules(plan.lora_targets), end_modules(plan.lora_ends)
+    if targets == "all-linear":  # the other names kept beside it (pipelines/train/tuner.py:97-110)
+        return ["all-linear", *ends]
+    return loaded(model).lora_names(targets) + ends
 
 
 def loaded(model: ModelSpec) -> checkpoints.Checkpoint:

@@ -103,6 +103,7 @@ FRAMEWORK = Framework(
         "lora_variant": ("lora",),  # use_dora is not planned
         "lora_base_fp32": (False,),  # the base is built in dtype (set_default_dtype)
         "lora_train_embeddings": (False,),
+        "lora_ends": ("none", "head"),  # model.apply_lora_to_output (reader_model.py)
         "vit_checkpointing": ("on",),
         "tensor_parallel": ("off",),  # tensor_parallel_dim: not planned (reader.py notes it)
         "context_parallel": ("off",),
@@ -136,7 +137,8 @@ FRAMEWORK = Framework(
         "batching": "dataset.packed",
         "precision": "dtype",
         "lora_rank": "model.lora_rank",
-        "lora_targets": "model.lora_attn_modules / apply_lora_to_mlp / apply_lora_to_output",
+        "lora_targets": "model.lora_attn_modules / apply_lora_to_mlp",
+        "lora_ends": "model.apply_lora_to_output",
         "quant": "model._component_ (qlora_*)",
         "model": "model._component_",
     },

@@ -90,9 +90,8 @@ def _lora(c: Collector, f: dict[str, Flag], name: str) -> None:
     if _on(f, "model.apply_lora_to_mlp"):
         targets += MLP
         sources.append(f["model.apply_lora_to_mlp"].source)
-    if _on(f, "model.apply_lora_to_output"):
-        targets.append("lm_head")
-        sources.append(f["model.apply_lora_to_output"].source)
+    if _on(f, "model.apply_lora_to_output"):  # LoRA on the output projection: the head's adapter (lora_ends)
+        c.set("lora_ends", "head", f["model.apply_lora_to_output"].source, "model.apply_lora_to_output")
     if name in FUSED:  # Phi's checkpoints fuse q/k/v and gate/up
         targets = list(dict.fromkeys({"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj",
                                       "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj"}.get(t, t) for t in targets))  # fmt: skip

@@ -66,6 +66,8 @@ CASES = {
         },
         "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
         "qlora": {"lora_rank": 8, "quant": "nf4", "checkpointing": "off", "lora_targets": "attention"},
+        # LoRA on embed_tokens and lm_head: every linear by name beside them (lora_target takes `all` only alone)
+        "lora_ends": {"lora_rank": 8, "lora_ends": "both", "zero": 2, "checkpointing": "full"},
         "qlora_fsdp": {"lora_rank": 16, "quant": "nf4", "fsdp": "full", "checkpointing": "full"},
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
@@ -121,6 +123,7 @@ CASES = {
         },
         "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
         "adalora": {"lora_rank": 12, "lora_variant": "adalora", "zero": 2, "checkpointing": "full"},
+        "lora_ends": {"lora_rank": 8, "lora_ends": "both", "zero": 2, "checkpointing": "full"},  # lora2.sh's
         "vera": {"lora_rank": 256, "lora_variant": "vera", "lora_targets": "k_proj,v_proj", "lora_dropout": 0.1},
         "adapter": {"lora_rank": 64, "lora_variant": "adapter", "checkpointing": "full"},
         "qlora_grpo": {"lora_rank": 16, "quant": "nf4", "workload": GRPO},
@@ -212,6 +215,8 @@ CASES = {
         "galore": {**MATRIX, "optimizer": "galore-adamw", "optimizer_projection": "left"},  # optim_target_modules too
         "muon": {**MATRIX, "optimizer": "muon"},  # optimizer: muon (axolotl-contribs-mit's MuonOptimizerFactory)
         "kto_qlora": {"lora_rank": 16, "quant": "nf4", "checkpointing": "full", "workload": KTO},  # from v0.17.0
+        "lora_ends": {"lora_rank": 8, "lora_ends": "both", "zero": 2, "checkpointing": "full"},
+        "lora_head_named": {"lora_rank": 8, "lora_ends": "head", "lora_targets": "q_proj,v_proj", "zero": 2},
     },
 }
 MODULES = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl}
@@ -781,6 +786,35 @@ def test_exports_pass_the_frameworks_own_parsers_and_a_broken_one_fails(framewor
     said = dict(line.split(": ", 1) for line in run.stdout.splitlines() if ": OK " in line or ": INVALID " in line)
     assert all(said[str(p)].startswith("OK ") for p in paths), run.stdout[-4000:] + run.stderr[-8000:]
     assert said[str(broken)].startswith("INVALID "), run.stdout[-4000:]
+
+
+@pytest.mark.parametrize(
+    "framework,case,key,want",
+    [
+        ("swift", "lora_ends", "target_modules", ["all-linear", "embed_tokens", "lm_head"]),
+        (
+            "llamafactory",
+            "lora_ends",
+            "lora_target",
+            "down_proj,gate_proj,k_proj,o_proj,q_proj,up_proj,v_proj,embed_tokens,lm_head",
+        ),
+        ("axolotl", "lora_ends", "lora_target_modules", ["embed_tokens", "lm_head"]),
+        ("axolotl", "lora_head_named", "lora_target_modules", ["q_proj", "v_proj", "lm_head"]),
+    ],
+)
+def test_lora_on_the_ends_is_written_and_read_back(framework, case, key, want, tmp_path):
+    """--lora-ends: the framework's target list names embed_tokens and lm_head beside the linears, and the files read
+    back as the same ends and linears."""
+    w = written(framework, case, tmp_path)
+    name = PARSERS[framework][2]
+    text = (w.dir / name).read_text()
+    got = swift_flags(text)[2][key] if framework == "swift" else yaml.safe_load(text)[key]
+    assert got == want
+    back = intake.read([str(w.dir / name)]).request
+    assert back["lora_ends"] == w.plan.lora_ends
+    # LLaMA-Factory's `all` is taken only alone: its every-linear list reads back as those names
+    linears = "down_proj,gate_proj,k_proj,o_proj,q_proj,up_proj,v_proj" if framework == "llamafactory" else None
+    assert back.get("lora_targets", "all-linear") == (linears or w.plan.lora_targets)
 
 
 def test_swift_and_axolotl_write_their_parallel_keys(tmp_path):

@@ -127,6 +127,7 @@ def test_swifts_writer_writes_boft_back_and_reads_it_again(tmp_path):
         lora_dropout=0.0,
         lora_targets="all-linear",
         lora_train_embeddings=False,
+        lora_ends="none",
         lora_vision=False,
         quant="none",
     )

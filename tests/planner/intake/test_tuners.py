@@ -261,6 +261,7 @@ def test_swift_adalora_and_vera_are_read_at_their_own_rank(tmp_path, flags, want
         lora_dropout=want[2],
         lora_targets="all-linear",
         lora_train_embeddings=False,
+        lora_ends="none",
         lora_vision=False,
         quant="none",
     )

@@ -103,6 +103,8 @@ def check_targets(model, targets: list[str] | None) -> list[str]:
 
     modules = [n for n, _ in model.named_modules() if n]
     for t in targets:
+        if t in SEARCHED:  # ms-swift expands all-linear beside other names (v4.5.2 pipelines/train/tuner.py:97-110)
+            continue
         cfg = LoraConfig(r=8, target_modules=[t])
         if not any(check_target_module_exists(cfg, n) for n in modules):
             raise ValueError(f"LoRA target {t!r} matches no module of the model")

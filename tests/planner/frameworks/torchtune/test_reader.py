@@ -98,7 +98,8 @@ def test_overrides_set_components_remove_keys_and_change_sharding(tmp_path):
     )
     req = read(script).request
     assert (req["gpus_per_node"], req["loss"], req["lora_rank"]) == (4, "standard", 16)
-    assert req["lora_targets"] == "q_proj,v_proj,o_proj,lm_head"  # apply_lora_to_mlp removed, the head added
+    assert req["lora_targets"] == "q_proj,v_proj,o_proj"  # apply_lora_to_mlp removed
+    assert req["lora_ends"] == "head"  # apply_lora_to_output: the head's adapter (planner.estimate.lora_ends)
     assert (req["fsdp"], req["offload"], req["optimizer"]) == ("grad-op", "optimizer+params", "paged-adamw-8bit")
 
 
