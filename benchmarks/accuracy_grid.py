@@ -90,6 +90,10 @@ RECIPE_GRID = [
     ("qwen-tiny-tied", "fp32", {"lora_rank": 8, "lora_targets": "q_proj,v_proj"}, 2, 1024),
     ("debug-llama", "bf16-pure", {"lora_rank": 8, "lora_dropout": 0.1}, 4, 1024),
     ("debug-llama", "bf16", {"lora_rank": 8, "lora_train_embeddings": True}, 2, 1024),
+    # LoRA on the embedding and the head (--lora-ends; planner.estimate.lora_ends)
+    ("debug-llama", "bf16", {"lora_rank": 8, "lora_ends": "both", "lora_dropout": 0.1}, 4, 1024),
+    ("qwen-tiny-tied", "fp32", {"lora_rank": 8, "lora_ends": "head"}, 2, 1024),
+    ("debug-llama", "bf16-pure", {"lora_rank": 8, "lora_ends": "embed", "checkpointing": "full"}, 2, 1024),
     ("debug-llama", "bf16", {"lora_rank": 8, "lora_variant": "dora"}, 4, 1024),
     ("qwen-tiny-tied", "bf16-pure", {"lora_rank": 8, "lora_variant": "dora"}, 2, 1024),
     ("debug-llama", "fp32", {"lora_rank": 8, "lora_variant": "dora", "checkpointing": "full"}, 2, 1024),

@@ -70,6 +70,7 @@ FRAMEWORK = Framework(
         "lora_train_embeddings": (False, True),  # peft_config modules_to_save
         "lora_vision": (False, True),
         "lora_dropout_kept": (False,),
+        "lora_ends": ("none", "embed", "head", "both"),  # peft_config.target_modules naming embed_tokens / lm_head
         "lora_tower_full": (False,),
         "lora_base_fp32": (False,),
         "device_map": ("off",),

@@ -173,6 +173,7 @@ RELEASES = (
 # what it runs (closed knobs: planner.frameworks.base.Framework.runs)
 RUNS = {
     "lora_dropout_kept": (False,),
+    "lora_ends": ("none",),  # --target_modules read for the linears alone (RL and DPO steps)
     "lora_tower_full": (False,),
     # its DeepSpeed config names Adam: DeepSpeed picks FusedAdam or DeepSpeedCPUAdam (deepspeed_utils.py:71)
     "client_optimizer": (False,),

@@ -48,6 +48,7 @@ FRAMEWORK = Framework(
     ),
     runs={
         "lora_dropout_kept": (False,),
+        "lora_ends": ("none",),  # no PEFT
         "lora_tower_full": (False,),
         "client_optimizer": (False,),  # FSDP2, no DeepSpeed
         "zero_buckets": ("",),  # no DeepSpeed

@@ -190,6 +190,7 @@ FRAMEWORK = Framework(
     ),
     runs={
         "lora_dropout_kept": (False,),
+        "lora_ends": ("none",),  # its actor_rollout_ref.model.target_modules: not read for the ends (RL steps)
         "lora_tower_full": (False,),
         "client_optimizer": (False,),  # FSDP or Megatron, no DeepSpeed
         "zero_buckets": ("",),  # no DeepSpeed
