@@ -82,6 +82,14 @@ def run_rules(k: KnobFields) -> None:
             f"--num-generations {k.workload.num_generations}: GRPO compares 2 or more completions of a prompt",
             "num_generations",
         )
+    if k.workload.kind == "gkd" and k.workload.generation != "hf" and not adapter(k.framework, k.release).gkd_vllm:
+        runs = [n for n, f in FRAMEWORKS.items() if f.gkd_vllm]
+        raise BadInput(
+            f"--workload gkd with --generation {k.workload.generation}: {k.framework}'s GKD generates its on-policy "
+            f"completions with HF's generate on the training GPU (give --generation hf), or give --framework "
+            + " or ".join(runs),
+            "generation",
+        )
     if k.workload.roles.move_model_batches is not None and not FRAMEWORKS[k.framework].sync_groups:
         raise BadInput(
             "--move-model-batches is ms-swift's --move_model_batches (its weight sync's groups): give --framework "

@@ -186,8 +186,8 @@ class Workload(BaseModel):
             "steps_per_generation",
             "num_iterations",
         } & given
-        if self.kind == "gkd":
-            grpo_only -= {"max_completion_length"}  # the on-policy completions' length
+        if self.kind == "gkd":  # the on-policy completions' length and engine (Framework.gkd_vllm)
+            grpo_only -= {"max_completion_length", "generation", "steps_per_generation"}
         if self.kind not in ("grpo", "ppo", "rloo", "reinforce++") and grpo_only:
             field = min(grpo_only)
             raise BadInput(f"--{field.replace('_', '-')} is a GRPO input: it needs --workload grpo", field)
@@ -200,7 +200,7 @@ class Workload(BaseModel):
                     "(--rollout-engine, --rollout-memory, --placement)",
                     field,
                 )
-        elif self.roles != Roles() and self.kind != "grpo":
+        elif self.roles != Roles() and self.kind != "grpo" and not self._gkd_engine_roles():
             raise BadInput("--placement and the role flags are for RL runs (ppo, grpo, rloo, reinforce++)", "roles")
         dpo_only = {"max_length", "precompute_ref_log_probs"} & given
         if self.kind == "gkd":
@@ -210,6 +210,12 @@ class Workload(BaseModel):
             field = min(dpo_only)
             raise BadInput(f"--{field.replace('_', '-')} is a DPO input: it needs --workload dpo or kto", field)
         return self
+
+    def _gkd_engine_roles(self) -> bool:
+        """GKD's vLLM engine settings alone (its sleep level, offload, tensor parallel and sync groups: GRPO's)."""
+        engine = {"sleep_level", "offload", "rollout_tp", "move_model_batches"}
+        rest = {f: v for f, v in self.roles.model_dump().items() if f not in engine}
+        return self.kind == "gkd" and self.generation != "hf" and rest == Roles().model_dump(exclude=engine)
 
     def _gkd_rules(self, given: set[str]) -> None:
         gkd_only = {"teacher_model", "lmbda", "jsd_beta"} & given

@@ -161,7 +161,7 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
         if w.computes_old_logps(s.grad_accum):
             out["old-logps"] = {**between, **logps_pass_terms(s)}
     elif w.kind == "gkd":
-        out.update(gkd_phases(s, resident, between))
+        out.update(gkd_phases(s, resident, between, capacity_bytes))
     if w.kind == "kto":
         out["kl-forward"] = kto_kl_terms(s, resident)
     if w.preference and not w.precompute_ref_log_probs:  # inside the micro-step, after the policy's forward
@@ -180,10 +180,12 @@ def kto_kl_terms(s: Setup, resident: dict) -> dict[str, int]:
     return {**resident, "grads_bytes": grads, **logps_pass_terms(s)}
 
 
-def gkd_phases(s: Setup, resident: dict, between: dict) -> dict[str, dict[str, int]]:
+def gkd_phases(s: Setup, resident: dict, between: dict, capacity_bytes: int) -> dict[str, dict[str, int]]:
     """GKD's teacher forward, inside the micro-step after the student's (its saved activations and logits live), and
     with lmbda > 0 the student's generation between micro-steps (TRL: without a KV cache under gradient
-    checkpointing, each new token a no-grad forward over the whole row)."""
+    checkpointing, each new token a no-grad forward over the whole row); from a vLLM engine (ms-swift's
+    RolloutTrainerMixin, Framework.gkd_vllm) GRPO's generation and weight-sync phases: the colocated engine's share
+    (asleep outside generation at --sleep_level), a server's on GPUs of its own."""
     rows = s.micro_batch
     out = {
         "teacher-forward": {
@@ -194,7 +196,12 @@ def gkd_phases(s: Setup, resident: dict, between: dict) -> dict[str, dict[str, i
             "forward_transient_bytes": gkd.teacher_forward_bytes(s, rows),
         }
     }
-    if s.knobs.workload.lmbda > 0:
+    w = s.knobs.workload
+    if w.lmbda > 0 and w.generation != "hf":
+        if w.generation == "vllm-colocate":
+            out["generation"] = vllm_generation_terms(s, capacity_bytes, between)
+        out["weight-sync"] = weight_sync.sync_terms(s, between, vllm_reserved_bytes(s, capacity_bytes))
+    elif w.lmbda > 0:
         n = gkd.generation_sequences(s)
         gen = generation_terms(s, n)
         if gen and not gkd.generation_caches(s):  # the last token's forward over the whole row, and the sampling

@@ -111,6 +111,11 @@ class Memory:
     # the weight sync to a vLLM server gathers the model in groups of layers (ms-swift's --move_model_batches,
     # planner.estimate.weight_sync), else parameter by parameter
     sync_groups: bool = False
+    # its GKD takes the student's on-policy completions from vLLM (--use_vllm: colocated on the training GPUs or a
+    # server), with GRPO's engine, sleep levels, offload and weight sync (ms-swift's RolloutTrainerMixin from v3.10.0,
+    # eccb1fd22 "[GKD] refactor GKD to support vLLM rollout"; v4.5.2 swift/rlhf_trainers/gkd_trainer.py:50); else HF's
+    # generate on the training GPU
+    gkd_vllm: bool = False
     # PEFT's all-linear adapts a VLM's tower and projector too (planner.intake.settle); False where the framework's
     # own all-linear leaves them out
     all_linear_vision: bool = True

@@ -83,15 +83,6 @@ OPD = (
 )
 
 
-# GKD's on-policy completions from a vLLM engine on the training GPUs (RolloutTrainerMixin, v4.5.2
-# swift/rlhf_trainers/gkd_trainer.py:50; the engine at rollout_mixin.py:432-454): its share of the card is not planned
-GKD_COLOCATE = (
-    "GKD with a colocated vLLM engine (--use_vllm true --vllm_mode colocate: its share of each training GPU, "
-    "swift/rlhf_trainers/rollout_mixin.py:432-454) is not planned: memplan plans GKD with --vllm_mode server "
-    "(vLLM on GPUs of its own) or without --use_vllm"
-)
-
-
 # CHORD: an SFT micro-batch of expert rows whose loss joins the GRPO loss before backward (v4.5.2
 # swift/rlhf_trainers/grpo_trainer.py:1228-1229, its batch at utils.py:1576-1582)
 CHORD = (
@@ -145,14 +136,13 @@ def read_gkd(c: Collector, f: dict[str, Flag], near) -> None:
             c.set(field, as_float(v), s, KEYS.flag(field))
     v, s = look(f, "workload.max_completion_length")
     c.number("workload.max_completion_length", v, s, KEYS.flag("workload.max_completion_length"), minimum=1)
-    vllm, mode = f.get("use_vllm"), f.get("vllm_mode")
-    if vllm is not None and as_bool(vllm.value) and mode is not None and str(one(mode.value)) == "colocate":
-        raise BadInput(f"{mode.source}: {GKD_COLOCATE}", "workload")
-    for key in ("teacher_model_server", "offload_teacher_model", "gkd_logits_topk", "use_vllm", "sft_alpha"):
+    _vllm(c, f)  # the student's completions from vLLM, as GRPO's (Framework.gkd_vllm: from v3.10.0)
+    for key in ("teacher_model_server", "offload_teacher_model", "gkd_logits_topk", "sft_alpha"):
         if key in f:
-            c.note(
-                f"{f[key].source} (--{key} is not planned yet: planned with a local teacher, full logits, HF generate)"
-            )
+            c.note(f"{f[key].source} (--{key} is not planned yet: planned with a local teacher and full logits)")
+    if "teacher_deepspeed" in f:  # rlhf_args.py: the teacher's own DeepSpeed config (rollout_mixin.py:229-250)
+        c.note(f"{f['teacher_deepspeed'].source} (the teacher's own DeepSpeed config is not planned: planned "
+               "resident, sharded as the student is)")  # fmt: skip
 
 
 def _steps_per_generation(c: Collector, f: dict[str, Flag]) -> None:

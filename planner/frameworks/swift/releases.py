@@ -122,7 +122,14 @@ def _late_3(name: str, source: str, kto: dict, optimizer: Default, transformers:
         keys=KEYS.release_keys(name, ("lora",)),
         defaults={"optimizer": optimizer},
         transformers=transformers[0],
-        adapter={"dpo_runs": DPO_37, "transformers_newest": transformers[1], **kto, **TOWER_HOOK},
+        # GKD's vLLM rollout from v3.10.0 (Framework.gkd_vllm): the 3.9 line (3.9-3.12) runs it, 3.7-3.8 do not
+        adapter={
+            "dpo_runs": DPO_37,
+            "transformers_newest": transformers[1],
+            "gkd_vllm": since >= (3, 9),
+            **kto,
+            **TOWER_HOOK,
+        },
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE,),
     )
@@ -158,6 +165,7 @@ RELEASES = (
         # under --gradient_checkpointing (2.x's default) v2.5.2 swift/llm/sft.py:262-272 calls the vision tower's
         # enable_input_require_grads whatever its freezing (v2.5.0-v2.6.1; at v2.4.2 sft.py:252-255 the model's alone)
         adapter={
+            "gkd_vllm": False,  # GKD's vLLM rollout came in v3.10.0
             "tower_sdpa": "masked-3d",
             **NO_DPO_SPLITS,
             "transformers_newest": (),
@@ -189,6 +197,7 @@ RELEASES = (
         # 4.50.3 :419, :319); 3.3.x allows 4.51-4.52, which pass 4-D ones (4.51.3 modeling_qwen2_vl.py:389-391): the
         # line is read the hungrier way, as for its images
         adapter={
+            "gkd_vllm": False,  # GKD's vLLM rollout came in v3.10.0
             "tower_sdpa": "masked-3d",
             "vlm_logprobs": WHOLE_LOGITS,
             **NO_DPO_SPLITS,
@@ -217,6 +226,7 @@ RELEASES = (
         # PtEngine with no batch limit (:321; v3.4.1 swift/llm/infer/infer_engine/pt_engine.py:537): one tower call
         # over every prompt image of micro-batch x accumulation rows
         adapter={
+            "gkd_vllm": False,  # GKD's vLLM rollout came in v3.10.0
             "tower_sdpa": "masked-3d",
             "vlm_logprobs": WHOLE_LOGITS,
             "grpo_reference": "in-step",

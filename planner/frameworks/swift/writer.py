@@ -328,8 +328,8 @@ def rlhf_flags(plan: Plan, procs: int = 1) -> list[Flag]:
     is 0.04, rlhf_args.py:356-357, the plan's TRL's 0.0), and vLLM's placement in the line's words (writer_rollout),
     `procs` training processes a node."""
     w = plan.workload
-    if w.kind == "gkd":
-        return gkd_flags(w)
+    if w.kind == "gkd":  # the student's completions from vLLM where it generates with it (Framework.gkd_vllm)
+        return gkd_flags(w) + (vllm_flags(plan, procs) if w.generation != "hf" else [])
     if w.kind != "grpo":
         return []
     k = KEYS.pair
@@ -338,8 +338,15 @@ def rlhf_flags(plan: Plan, procs: int = 1) -> list[Flag]:
         k("workload.max_completion_length", w.max_completion_length),
         k("workload.beta", w.beta),
         k("workload.num_iterations", w.num_iterations),
-        k("workload.use_vllm", w.generation != "hf"),
     ]
+    return out + vllm_flags(plan, procs) + [("reward_funcs", ["accuracy", "format"])]
+
+
+def vllm_flags(plan: Plan, procs: int) -> list[Flag]:
+    """--use_vllm and the engine's placement, share, tensor parallel size, sleep level and sync groups (GRPO's and,
+    from v3.10.0, GKD's RolloutTrainerMixin); the generation batch."""
+    w, k = plan.workload, KEYS.pair
+    out: list[Flag] = [k("workload.use_vllm", w.generation != "hf")]
     if w.generation != "hf":
         out += placement_flags(plan, procs)
     if w.generation == "vllm-colocate":
@@ -352,7 +359,7 @@ def rlhf_flags(plan: Plan, procs: int = 1) -> list[Flag]:
         out.append(k("workload.steps_per_generation", w.steps_per_generation))
     if w.roles.move_model_batches is not None:
         out.append(k("workload.roles.move_model_batches", w.roles.move_model_batches))
-    return out + [("reward_funcs", ["accuracy", "format"])]
+    return out
 
 
 def gkd_flags(w) -> list[Flag]:
