@@ -75,6 +75,7 @@ LOW_RANK_OPTIMIZERS = ("galore-adamw", "galore-adamw-8bit", "apollo-adamw")
 OptimizerProjection = Literal["std", "reverse-std", "right", "left", "full"]
 MATRIX_OPTIMIZERS = (*LOW_RANK_OPTIMIZERS, "muon")
 Fsdp = Literal["off", "full", "grad-op", "hybrid"]
+FsdpLoad = Literal["sharded", "whole"]  # planner.estimate.lifecycle.load_gpu_transient_bytes
 Loss = Literal["standard", "chunked", "fused"]
 Attention = Literal["sdpa", "flash", "eager"]
 Batching = Literal["padded", "packed"]
@@ -161,6 +162,14 @@ class KnobFields(BaseModel):
         default="off",
         description=(
             "FSDP2 instead of ZeRO: full, grad-op (no reshard after forward) or hybrid (HSDP, two or more nodes)"
+        ),
+    )
+    fsdp_load: FsdpLoad = Field(
+        default="sharded",
+        description=(
+            "how FSDP's ranks load the model: sharded (each rank's shard or one unit at a time: accelerate's "
+            "cpu_ram_efficient_loading, meta or rank-0 init) or whole (each rank loads the whole model onto its GPU "
+            "before fully_shard: LLaMA-Factory v1's default init_on_default)"
         ),
     )
     loss: Loss = Field(

@@ -274,6 +274,7 @@ class Plan(KnobFields, _Split):
             if self.lora_targets != "all-linear"
             else "",
             "trained embeddings" if self.lora_train_embeddings else "",
+            "whole-model load" if self.fsdp_load == "whole" else "",
             {
                 "embed": "LoRA on the embedding",
                 "head": "LoRA on the head",

@@ -47,6 +47,10 @@ def combination_rules(k: KnobFields) -> None:
         fsdp_rules(k)
     else:
         deepspeed_rules(k)
+    if k.fsdp_load == "whole" and k.fsdp == "off":
+        raise BadInput(
+            "--fsdp-load whole is how FSDP's ranks load the model: it needs --fsdp full or grad-op", "fsdp_load"
+        )
 
 
 def release_rules(k: KnobFields) -> None:

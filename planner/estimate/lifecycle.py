@@ -24,6 +24,7 @@ SHARDED_STATE_DICT, accelerate/utils/dataclasses.py:2047-2051)."""
 from __future__ import annotations
 
 from planner.config.spec import saves_full_weights
+from planner.estimate import state_terms
 from planner.estimate.nograd import compute_dtype_bytes
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (
@@ -67,8 +68,14 @@ def load_gpu_transient_bytes(s: Setup) -> int:
     """GPU memory loading adds on top of the parameters it leaves: ZeRO-3 gathers one module's own parameters to fill
     them (deepspeed/runtime/zero/partition_parameters.py:2465-2474), FSDP2 one full parameter in fp32 with
     cpu_ram_efficient_loading (accelerate fsdp_utils.py:629-653) or one unit without it
-    (torch/distributed/fsdp/_fully_shard/_fsdp_init.py:382-401): the largest matrix is the bound memplan counts."""
+    (torch/distributed/fsdp/_fully_shard/_fsdp_init.py:382-401): the largest matrix is the bound memplan counts.
+    --fsdp-load whole (LLaMA-Factory v1's init_on_default: from_pretrained(device_map=its GPU), a full fine-tune cast
+    to fp32 there, then fully_shard; v0.9.5 src/llamafactory/v1/core/model_engine.py:115-122, 160-180,
+    plugins/trainer_plugins/distributed/fsdp2.py:323-369): the whole model in the plan's weight dtype, less the
+    shard the plan counts already."""
     k = s.knobs
+    if k.fsdp != "off" and k.fsdp_load == "whole":  # the whole model on each GPU, then its shards (fsdp_load)
+        return state_terms.whole_params_bytes(s) - state_terms.params_bytes(s)
     if k.fsdp != "off":
         return s.model.largest_matrix_params() * FP32
     if k.zero_stage == 3:

@@ -50,18 +50,24 @@ from planner.frameworks import FRAMEWORKS
 PAGED_MIN_ELEMENTS = 100_000  # bitsandbytes 0.50.2 optim/optimizer.py:383: smaller tensors' states stay in torch
 
 
-def params_bytes(s: Setup) -> int:
-    """Model weights resident on the GPU (ZeRO-3: this rank's partition; with param offload: none)."""
+def whole_params_bytes(s: Setup) -> int:
+    """The model's weights as one process holds them before any sharding (params_bytes shards them)."""
     k = s.knobs
     total = (
         trainable_params(s) * trainable_weight_bytes_per_param(k)
         + frozen_bytes(s)
         - base_dtype_overcount_bytes(s, trainable_weight_bytes_per_param(k))
     )
+    return total + tuner_buffers_bytes(s)
+
+
+def params_bytes(s: Setup) -> int:
+    """Model weights resident on the GPU (ZeRO-3: this rank's partition; with param offload: none)."""
+    k = s.knobs
+    total = whole_params_bytes(s)
     whole = quant.replicated_bytes(
         s.model, k.quant, k.quant_absmax, dense_names(s)
     )  # a quantized base's constants: on every rank
-    total += tuner_buffers_bytes(s)
     if k.fsdp != "off":
         return fsdp.sharded(s, total - whole) + whole
     if k.zero_stage == 3:

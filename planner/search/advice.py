@@ -232,6 +232,9 @@ def deciding_term(plan: Plan) -> tuple[str, int, list[str]]:
         if plan.attention != "flash" and allows(plan, attention="flash"):
             fixes.append("flash attention (the tower's flash path has no mask over the patches)")
         return "the vision tower's attention over the images' patches", d["vision_tower_bytes"], fixes
+    if m.peak_phase == "load" and plan.fsdp_load == "whole" and allows(plan, fsdp_load="sharded"):
+        fix = "--fsdp-load sharded (LLaMA-Factory v1: init_config: {name: init_on_rank0})"
+        return "the whole model loaded on each GPU before sharding", m.temp_bytes, [fix]
     logits = min(d.get("logits_loss_bytes", 0), m.temp_bytes) if m.peak_phase in ("forward", "backward") else 0
     parts = {"saved activations": m.activations_bytes, "logits/loss": logits, "temporaries": m.temp_bytes - logits}
     if m.peak_phase == "optimizer-step":

@@ -77,6 +77,7 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
     "save_weights",
 )
 RUNS = {
+    "fsdp_load": ("sharded",),  # its FSDP loads shards or a unit at a time (Knobs.fsdp_load)
     "lora_dropout_kept": (False,),  # no disable_dropout key: TRL's default
     "lora_tower_full": (False,),
     # transformers' optim values pass through (utils/schemas/training.py:122); optimizer: muon (v0.8.0+, PR #2367

@@ -30,6 +30,7 @@ FRAMEWORK = Framework(
     version="deepspeed 0.19.8",
     every=tuple(k for k in HF_EVERY if k not in ("fsdp", "context_parallel")),  # its runs name these
     runs={
+        "fsdp_load": ("sharded",),  # its FSDP loads shards or a unit at a time (Knobs.fsdp_load)
         "device_map": ("off",),  # one process a GPU
         **HF_RUNS,
         "dataparallel": (False,),  # a process a GPU

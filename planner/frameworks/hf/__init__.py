@@ -18,6 +18,7 @@ from planner.frameworks.tool import Signs
 
 TF = "transformers 5.23.0 training_args.py"
 HF_RUNS = {
+    "fsdp_load": ("sharded",),  # its FSDP loads shards or a unit at a time (Knobs.fsdp_load)
     "lora_dropout_kept": (False,),  # TrainingArguments has no disable_dropout; TRL's configs do (TRL_RUNS)
     "lora_tower_full": (False,),  # no TRL or HF key trains the tower in full beside LoRA
     # TRL's ModelConfig writes LoRA or DoRA alone (use_dora: trl/trainer/model_config.py:142); AdaLoRA and VeRA

@@ -105,6 +105,7 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        "fsdp_load": ("sharded",),  # its FSDP loads shards or a unit at a time (Knobs.fsdp_load)
         "lora_dropout_kept": (False,),  # its DPO / KTO trainers zero dropout always (no key)
         "lora_tower_full": (False,),
         # last, first (a negative freeze_trainable_layers), LLaMA-Pro's interleaved blocks (use_llama_pro on a

@@ -51,6 +51,8 @@ FRAMEWORK = Framework(
         "zero_buckets",
     ),
     runs={
+        # init_config: init_on_default loads the whole model onto each GPU before fully_shard (reader.py)
+        "fsdp_load": ("sharded", "whole"),
         "precision": ("fp32", "bf16", "bf16-pure"),
         "checkpointing": ("off", "full"),
         "loss": ("standard",),
@@ -110,6 +112,7 @@ FRAMEWORK = Framework(
         "attention": "flash_attn",
         "batching": "batching_strategy",
         "fsdp": "dist_config.reshard_after_forward",
+        "fsdp_load": "init_config.name",
         "zero_stage": "dist_config.config_file",
         "offload": "dist_config.offload_params",
         "lora_rank": "peft_config.r",

@@ -245,12 +245,13 @@ def _sharding(c: Collector, f: dict[str, Flag], path: Path, lora: bool, vars) ->
             f"{f['dist_config.mp_replicate_size'].source} (replicated shard groups are not planned: planned sharded "
             "over every rank)"
         )
-    init = str(_get(f, "init_config.name", "init_on_default", "core/model_engine.py:173")[0])
-    if init == "init_on_default":
-        c.note(
-            f"{name.source} (each rank loads the whole model onto its GPU before fully_shard, fsdp2.py:323-369: "
-            "that load's peak is not planned; init_config: {name: init_on_rank0} loads it on rank 0's host)"
-        )
+    init, isrc = _get(f, "init_config.name", "init_on_default", "core/model_engine.py:173")
+    if str(init) == "init_on_default":  # from_pretrained(device_map=its GPU), then fully_shard (fsdp2.py:323-369)
+        why = f"{isrc} (each rank loads the whole model onto its GPU before fully_shard: core/model_engine.py:115-122)"
+        c.set("fsdp_load", "whole", why, "init_config.name")
+    elif str(init) in ("init_on_rank0", "init_on_meta"):  # rank 0's host or the meta device, then the shards
+        c.set("fsdp_load", "sharded", f"{isrc} (shards loaded: plugins/trainer_plugins/distributed/fsdp2.py:326-360)",
+              "init_config.name")  # fmt: skip
     mixed = f"{bsrc} (FSDP2's MixedPrecisionPolicy bf16 over fp32 shards: fsdp2.py:176-188)"
     _precision(c, lora, "bf16" if as_bool(bf16) else "", mixed)
 

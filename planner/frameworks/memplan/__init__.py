@@ -52,6 +52,7 @@ FRAMEWORK = Framework(
     # context parallel: torch's context_parallel shards only CUDA's SDPA kernels (torch 2.13
     # distributed/tensor/experimental/_context_parallel/_attention.py:918-945), so the trainer cannot run it on gloo
     runs={
+        "fsdp_load": ("sharded",),  # its FSDP loads shards or a unit at a time (Knobs.fsdp_load)
         "lora_dropout_kept": (False,),  # its DPO keeps dropout as set (no trainer zeroes it)
         # last, first, LLaMA-Pro's interleaved blocks, and LLaMA-Pro's blocks inserted at load as ms-swift's
         # --tuner_type llamapro does (recipe/model.py _insert_blocks: copies of the layer before, o_proj and

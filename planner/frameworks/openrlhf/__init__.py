@@ -172,6 +172,7 @@ RELEASES = (
 )
 # what it runs (closed knobs: planner.frameworks.base.Framework.runs)
 RUNS = {
+    "fsdp_load": ("sharded",),  # its FSDP loads shards or a unit at a time (Knobs.fsdp_load)
     "lora_dropout_kept": (False,),
     "lora_ends": ("none",),  # --target_modules read for the linears alone (RL and DPO steps)
     "lora_tower_full": (False,),

@@ -185,6 +185,7 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        "fsdp_load": ("sharded",),  # its FSDP loads shards or a unit at a time (Knobs.fsdp_load)
         "lora_dropout_kept": (False,),  # its CLI takes no disable_dropout (TRL's config default)
         "lora_tower_full": (False, True),  # --tuner_type lora_llm, 4.x only (LORA_LLM_RULES)
         # --use_galore (swift/trainers/arguments.py:192-207; optimizers/galore/utils.py:189-214: GaLoreAdamW for

@@ -47,6 +47,7 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        "fsdp_load": ("sharded",),  # its FSDP loads shards or a unit at a time (Knobs.fsdp_load)
         "lora_dropout_kept": (False,),
         "lora_ends": ("none",),  # no PEFT
         "lora_tower_full": (False,),

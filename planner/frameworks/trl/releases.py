@@ -23,6 +23,7 @@ TRL_ZEROES_DROPOUT = {
     "ppo": f"{TRL_DISABLE_DROPOUT}: PPOTrainer zeroes every model's (v1.9.0 trl/experimental/ppo/ppo_trainer.py:489-491)",
 }
 TRL_RUNS = {
+    "fsdp_load": ("sharded",),  # its FSDP loads shards or a unit at a time (Knobs.fsdp_load)
     **HF_RUNS,
     "batching": ("padded", "packed"),
     "workload": ("sft", "dpo", "grpo"),

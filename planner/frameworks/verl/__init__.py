@@ -189,6 +189,7 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        "fsdp_load": ("sharded",),  # its FSDP loads shards or a unit at a time (Knobs.fsdp_load)
         "lora_dropout_kept": (False,),
         "lora_ends": ("none",),  # its actor_rollout_ref.model.target_modules: not read for the ends (RL steps)
         "lora_tower_full": (False,),

@@ -31,7 +31,9 @@ def test_its_fsdp2_full_fine_tune_is_bf16_over_fp32_shards_with_checkpointing():
     want = {"model": "qwen3-0.6b", "lora_rank": 0, "micro_batch": 1, "grad_accum": 1, "seq_len": 2048}
     want |= {"fsdp": "full", "precision": "bf16", "checkpointing": "full", "attention": "sdpa", "optimizer": "adamw"}
     assert {k: r.request[k] for k in want} == want
-    assert any("loads the whole model onto its GPU" in line for line in r.unplanned)
+    assert r.request["fsdp_load"] == "whole"  # init_on_default: the whole model on each GPU before fully_shard
+    rank0 = read(V1 / "train_lora" / "train_lora_sft_rank0.yaml").request
+    assert rank0["fsdp_load"] == "sharded"  # init_on_rank0: rank 0's host, then the shards
 
 
 def test_its_lora_and_qlora_examples():
