@@ -89,13 +89,23 @@ def _megatron(keys: set[str], data: dict) -> bool:
 
 
 # --lora-tower-full is --tuner_type lora_llm, a tuner plugin from v4.0.0 (swift/tuner_plugin/lora_llm.py; no 3.x tag
-# names it), whose LoraConfig takes the language model's linears and no dropout (reader_tuners.LORA_LLM)
+# names it), whose LoraConfig takes the language model's linears and no dropout (reader_tuners.LORA_LLM); 3.x runs the
+# same tuner from an --external_plugins file (swift/plugin/tuner.py extra_tuners from v3.0.3; v3.12.6's
+# examples/train/multimodal/lora_llm_full_vit/custom_plugin.py, read by reader_plugin), which memplan reads but does not
+# write; 2.x has no plugin tuners
 LORA_LLM_RULES = (
     Rule(
         "lora_tower_full",
-        "--lora-tower-full is --tuner_type lora_llm, from ms-swift v4.0.0 (swift/tuner_plugin/lora_llm.py): give "
-        "--framework swift@4",
-        lambda k: bool(k.get("lora_tower_full")) and k.get("release", "") not in ("", "4"),
+        "--lora-tower-full is --tuner_type lora_llm, from ms-swift v4.0.0 (swift/tuner_plugin/lora_llm.py; 3.x runs it "
+        "from an --external_plugins tuner, which memplan reads but does not write): give --framework swift@4",
+        lambda k, w: bool(k.get("lora_tower_full")) and k.get("release", "") not in ("", "4"),
+        "written",
+    ),
+    Rule(
+        "lora_tower_full",
+        "--lora-tower-full is --tuner_type lora_llm, from ms-swift v4.0.0 (3.x from an --external_plugins tuner): "
+        "ms-swift 2.x has no plugin tuners: give --framework swift@4",
+        lambda k: bool(k.get("lora_tower_full")) and k.get("release", "") == "2",
     ),
     Rule(
         "lora_tower_full",

@@ -22,10 +22,10 @@ from planner.frameworks.swift import reader_env as swiftenv
 from planner.frameworks.swift import reader_freeze as swift_freeze
 from planner.frameworks.swift import reader_keys as swift_keys
 from planner.frameworks.swift import reader_media as media
+from planner.frameworks.swift import reader_plugin, reader_video
 from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
 from planner.frameworks.swift import reader_tuners as swift_tuners
-from planner.frameworks.swift import reader_video
 from planner.frameworks.swift.keys import KEYS, TRAIN_TYPE_LINES, TUNER_RANK, S
 from planner.frameworks.swift.reader_deleted import deleted
 from planner.frameworks.swift.reader_optim import read_matrix_optimizer
@@ -79,7 +79,7 @@ def read(
         if launcher
         else int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1))
     )
-    lora = _tuner(c, f)
+    lora = _tuner(c, f, near)
     swift_tuners.unplanned_backends(c, f)  # LISA, unsloth: named, planned as their upper bound
     _batch(c, f, kind, world)
     _sequence(c, f, kind, near, swift3x.placement(c, f, env, release.name) if fast3 and kind == "grpo" else None)
@@ -115,7 +115,7 @@ def read(
     swiftenv.sp_padded(c)  # a row's tokens padded to a multiple of the sequence-parallel ranks
 
 
-def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
+def _tuner(c: Collector, f: dict[str, Flag], near: Path) -> bool:
     row, old = KEYS["lora"], KEYS.key("lora", "3")
     key = old if old in f and row.key not in f else row.key
     tuner, src = get(f, key, row.default, row.cite)
@@ -129,6 +129,8 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
         c.set("lora_rank", 0, src, f"--{key}")
         swift_freeze.read_llamapro(c, f, src, f"--{key}")
         return False
+    if tuner == "custom" and "external_plugins" in f:  # 3.x's tuner from a plugin file (reader_plugin)
+        return _plugin_tuner(c, f, near, src, f"--{key}")
     if tuner == "lora_llm":  # LoRA on the language model, the ViT and aligner trained in full (reader_tuners)
         swift_tuners.read_lora_llm(c, f, src, f"--{key}")
         _quant(c, f)
@@ -156,6 +158,21 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     dropout, dsrc = look(f, "lora_dropout")
     if variant not in ("vera", "boft") and as_float(dropout) is not None:  # BOFT: its own boft_dropout
         c.set("lora_dropout", as_float(dropout), dsrc, KEYS.flag("lora_dropout"))
+    _quant(c, f)
+    return True
+
+
+def _plugin_tuner(c: Collector, f: dict[str, Flag], near: Path, src: str, key: str) -> bool:
+    """--train_type custom: the --external_plugins file's tuner, read as lora_llm where it is that shape, else refused
+    in one line naming the file."""
+    given = f["external_plugins"]
+    path = reader_plugin.plugin_path(given.value, near)
+    if path is None or not reader_plugin.read(path):
+        what = f"{path.name}'s Tuner is not LoRA on the language model beside a trained ViT" if path else "not found"
+        tuners.refuse(given.source, f"tuner custom from {one(given.value)} ({what})")
+    c.add_file(path)
+    why = f"{src}; {given.source} ({path.name}'s Tuner: LoRA on the language model, the ViT and aligner in full)"
+    swift_tuners.read_lora_llm(c, f, why, key)
     _quant(c, f)
     return True
 
