@@ -41,7 +41,16 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
         help="dpo / kto: reference log-probs computed before training (no reference model kept)",
     )
     p.add_argument(
-        "--teacher-model", default=None, help="gkd: the teacher (catalog name or config.json; default: the student)"
+        "--teacher-model",
+        default=None,
+        help="gkd, or grpo with ms-swift 4's OPD-RL: the teacher (catalog name or config.json; gkd's default: the student)",
+    )
+    p.add_argument(
+        "--teacher-sharding",
+        type=one_of("--teacher-sharding", ("as-student", "whole", "zero3", "zero3-offload")),
+        default=None,
+        help="the teacher's weights: as-student (sharded as the student, default), whole, zero3 or zero3-offload "
+        "(ms-swift's --teacher_deepspeed)",
     )
     p.add_argument("--lmbda", type=number("--lmbda"), default=None, help="gkd: share of on-policy steps (default 0.5)")
     p.add_argument("--jsd-beta", type=number("--jsd-beta"), default=None, help="gkd: the JSD's beta (default 0.5)")

@@ -81,7 +81,15 @@ def run_rules(k: KnobFields) -> None:
             f"rollout) as a framework that runs it does: give --framework {' or '.join(ROLE_FRAMEWORKS)}",
             "workload",
         )
-    if k.workload.kind == "grpo" and k.workload.num_generations < 2 and not one_sample_groups(k):
+    opd = k.workload.kind == "grpo" and k.workload.teacher_model is not None
+    if opd and not adapter(k.framework, k.release).grpo_teacher:
+        runs = [n for n, f in FRAMEWORKS.items() if f.grpo_teacher]
+        raise BadInput(
+            f"--workload grpo with --teacher-model: {k.framework}'s GRPO takes no teacher (a teacher's log-probs in the "
+            "advantage is ms-swift 4's OPD-RL, from v4.4.0): give --framework " + " or ".join(runs),
+            "teacher_model",
+        )
+    if k.workload.kind == "grpo" and k.workload.num_generations < 2 and not one_sample_groups(k) and not opd:
         raise BadInput(
             f"--num-generations {k.workload.num_generations}: GRPO compares 2 or more completions of a prompt",
             "num_generations",

@@ -64,6 +64,7 @@ WORKLOAD_FLAGS = (
     "precompute_ref_log_probs",
     "logprobs",
     "teacher_model",
+    "teacher_sharding",
     "lmbda",
     "jsd_beta",
 )
@@ -137,7 +138,17 @@ class Workload(BaseModel):
     teacher_model: str | None = Field(
         default=None,
         max_length=300,
-        description="gkd: the teacher (catalog name or config.json); none: the student itself, without grad",
+        description=(
+            "gkd, or grpo where the framework scores with a teacher (ms-swift 4's OPD-RL): the teacher (catalog name "
+            "or config.json); none: the student itself, without grad"
+        ),
+    )
+    teacher_sharding: Literal["as-student", "whole", "zero3", "zero3-offload"] = Field(
+        default="as-student",
+        description=(
+            "the teacher's weights on each GPU: as the student's are sharded, whole, ZeRO-3 shards, or on the host "
+            "(ZeRO-3 parameter offload) (ms-swift's --teacher_deepspeed)"
+        ),
     )
     lmbda: float = Field(
         default=0.5, ge=0, le=1, description="gkd: share of steps on the student's own completions (0: none generated)"
@@ -218,7 +229,11 @@ class Workload(BaseModel):
         return self.kind == "gkd" and self.generation != "hf" and rest == Roles().model_dump(exclude=engine)
 
     def _gkd_rules(self, given: set[str]) -> None:
-        gkd_only = {"teacher_model", "lmbda", "jsd_beta"} & given
+        gkd_only = {"lmbda", "jsd_beta"} & given | ({"teacher_model"} & given if self.kind != "grpo" else set())
+        if "teacher_sharding" in given and not self.teacher_model:
+            raise BadInput(
+                "--teacher-sharding places a teacher's weights: it needs --teacher-model", "teacher_sharding"
+            )
         if self.kind != "gkd" and gkd_only:
             field = min(gkd_only)
             raise BadInput(f"--{field.replace('_', '-')} is a GKD input: it needs --workload gkd", field)
@@ -320,8 +335,10 @@ class Workload(BaseModel):
             )
         if self.kind == "grpo":
             ref = f", beta {self.beta:g}" if self.beta else ""
+            ref += f", scored by teacher {self.teacher_model}" if self.teacher_model else ""
             return (
-                f"GRPO: {self.num_generations} generations of <= {self.max_completion_length} tokens after prompts "
+                f"GRPO: {self.num_generations} generation{'s' if self.num_generations > 1 else ''} of <= "
+                f"{self.max_completion_length} tokens after prompts "
                 f"of <= {self.prompt_tokens()}, {self.generation} generation{ref}"
             )
         if self.kind == "dpo":

@@ -62,12 +62,18 @@ def loss_style(s: Setup) -> str:
 
 
 def teacher_params_bytes(s: Setup) -> int:
-    """The teacher's weights on this rank: the compute dtype, sharded under ZeRO-3 or FSDP as the student is."""
+    """The teacher's weights on this rank: the compute dtype, sharded under ZeRO-3 or FSDP as the student is, or as
+    its own DeepSpeed config places them (workload.teacher_sharding: ms-swift's --teacher_deepspeed, prepared by
+    rlhf_trainers/rollout_mixin.py:229-250): whole, ZeRO-3 shards, or none on the GPU under ZeRO-3's parameter
+    offload (the layer it gathers for each forward is not counted)."""
     m = teacher_of(s)
     if m is None:
         return 0
     whole = m.params * compute_dtype_bytes(s)
-    return whole // s.world_size if s.knobs.zero_stage == 3 or s.knobs.fsdp != "off" else whole
+    placed = s.knobs.workload.teacher_sharding
+    if placed == "as-student":
+        placed = "zero3" if s.knobs.zero_stage == 3 or s.knobs.fsdp != "off" else "whole"
+    return {"whole": whole, "zero3": whole // s.world_size, "zero3-offload": 0}[placed]
 
 
 def logits_entry_bytes(s: Setup) -> int:

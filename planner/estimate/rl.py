@@ -131,7 +131,7 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
         "gradient_buffers_bytes": state_terms.comm_bucket_bytes(s),
         "reference_params_bytes": reference_params_bytes(s),
         "vllm_reserved_bytes": vllm_between_bytes(s, capacity_bytes),
-        **({"teacher_params_bytes": gkd.teacher_params_bytes(s)} if w.kind == "gkd" else {}),
+        **({"teacher_params_bytes": gkd.teacher_params_bytes(s)} if w.kind == "gkd" or w.teacher_model else {}),
     }
     mid_step = w.kind == "grpo" and s.grad_accum % w.steps_per_gen(s.grad_accum) != 0
     between = {**resident, "grads_bytes": state_terms.gradients_bytes(s) if mid_step else 0}
@@ -160,6 +160,8 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             )
         if w.computes_old_logps(s.grad_accum):
             out["old-logps"] = {**between, **logps_pass_terms(s)}
+        if w.teacher_model:  # OPD-RL: the teacher's no-grad log-prob pass beside them (Framework.grpo_teacher)
+            out["teacher-logps"] = {**between, **logps_pass_terms(replace(s, model=gkd.teacher_of(s)))}
     elif w.kind == "gkd":
         out.update(gkd_phases(s, resident, between, capacity_bytes))
     if w.kind == "kto":

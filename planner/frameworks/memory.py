@@ -116,6 +116,10 @@ class Memory:
     # eccb1fd22 "[GKD] refactor GKD to support vLLM rollout"; v4.5.2 swift/rlhf_trainers/gkd_trainer.py:50); else HF's
     # generate on the training GPU
     gkd_vllm: bool = False
+    # its GRPO takes a teacher whose log-probs on the sampled tokens join the advantage (ms-swift's OPD-RL from v4.4.0,
+    # 46f03e977; v4.5.2 swift/rlhf_trainers/grpo_trainer.py:558-593, scored beside the old and reference log-probs
+    # before the step, :776-805), one generation a prompt allowed (swift/arguments/rlhf_args.py:394-413)
+    grpo_teacher: bool = False
     # PEFT's all-linear adapts a VLM's tower and projector too (planner.intake.settle); False where the framework's
     # own all-linear leaves them out
     all_linear_vision: bool = True

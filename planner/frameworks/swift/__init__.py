@@ -335,6 +335,7 @@ FRAMEWORK = Framework(
     remote_code=True,
     # its weight sync to a vLLM server gathers --move_model_batches groups of layers (planner.estimate.weight_sync)
     sync_groups=True,
+    grpo_teacher=True,  # OPD-RL from v4.4.0: the 4 line (4.0-4.6) is read as 4.4-4.6 run it
     gkd_vllm=True,  # from v3.10.0: the 3.9 line's 3.9.x reads --use_vllm for GRPO alone (releases.py)
     # --deepspeed zero0..zero3_offload name swift/config/<word>.json (swift/arguments/sft_args.py:261-264)
     deepspeed_words=("zero0", "zero1", "zero2", "zero3", "zero2_offload", "zero3_offload"),

@@ -249,7 +249,7 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None, placed3: s
     if ml not in f:  # the model's whole context: rows are rarely that long, the data decides (issue 47 item 6)
         c.fact("open_length", field, src, flag)
     if kind == "grpo":
-        swiftrl.read_grpo(c, f, placed3)
+        swiftrl.read_grpo(c, f, near, placed3)
     if kind == "ppo":
         swift_ppo.read_ppo(c, f, near)
 

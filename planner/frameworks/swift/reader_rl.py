@@ -74,15 +74,6 @@ def read_rm(c: Collector, src: str) -> None:
     c.set("negatives", 1, f"{src} (chosen and rejected rows: swift/rlhf_trainers/reward_trainer.py:45-47)", flag)
 
 
-# GRPO with a teacher (ms-swift's OPD-RL from v4.4.0, 46f03e977: --teacher_model or --teacher_model_server, v4.5.2
-# swift/arguments/rlhf_args.py:394-413; num_generations 1 allowed only there, :408-410); 2.x and 3.x GRPO take none
-OPD = (
-    "GRPO with a teacher (ms-swift's on-policy distillation, OPD-RL: the teacher's log-probs in the reward, "
-    "swift/arguments/rlhf_args.py:394-413) is not planned: memplan plans GRPO without --teacher_model / "
-    "--teacher_model_server, or --rlhf_type gkd with a teacher"
-)
-
-
 # CHORD: an SFT micro-batch of expert rows whose loss joins the GRPO loss before backward (v4.5.2
 # swift/rlhf_trainers/grpo_trainer.py:1228-1229, its batch at utils.py:1576-1582)
 CHORD = (
@@ -91,16 +82,20 @@ CHORD = (
 )
 
 
-def read_grpo(c: Collector, f: dict[str, Flag], placed3: str | None = None) -> None:
+def read_grpo(c: Collector, f: dict[str, Flag], near, placed3: str | None = None) -> None:
     """GRPO's inputs: generations, completion length, iterations, beta, vLLM; `placed3`: 3.1.1-3.4.x's placement of
-    its engine (reader_3x.placement), where the run is read in those words. A teacher (OPD) is refused in one line."""
+    its engine (reader_3x.placement), where the run is read in those words. A teacher is 4.x's OPD-RL (read_teacher);
+    2.x and 3.x take none (a note)."""
     teacher = next((f[k] for k in ("teacher_model", "teacher_model_server") if k in f), None)
-    if teacher is not None and not str(c.facts.get("release", ("",))[0] or "").startswith(("2", "3")):
-        raise BadInput(f"{teacher.source}: {OPD}", "workload")
+    if teacher is not None and str(c.facts.get("release", ("",))[0] or "").startswith(("2", "3")):
+        c.note(f"{teacher.source} (ms-swift 2.x and 3.x's GRPO takes no teacher: OPD-RL came in v4.4.0)")
+    elif teacher is not None:
+        read_teacher(c, f, near, "planned without it")
     chord = f.get("chord_sft_per_device_train_batch_size")  # v4.5.2 swift/rlhf_trainers/args_mixin.py:388
     if chord is not None and (as_int(one(chord.value)) or 0) > 0:
         raise BadInput(f"{chord.source}: {CHORD}", "workload")
-    for field, lo in (("workload.num_generations", 2), ("workload.max_completion_length", 1)):
+    one_ok = 1 if c.get("workload.teacher_model") else 2  # one generation a prompt: OPD-RL's (:408-410)
+    for field, lo in (("workload.num_generations", one_ok), ("workload.max_completion_length", 1)):
         v, s = look(f, field)
         c.number(field, v, s, KEYS.flag(field), minimum=lo)
     _steps_per_generation(c, f)
@@ -117,6 +112,30 @@ def read_gkd(c: Collector, f: dict[str, Flag], near) -> None:
     """GKD's teacher (--teacher_model, found offline as the model is; none: the student distils from itself,
     rlhf_args.py:403-407), lmbda (:263), beta (0.5 for gkd, :516-518) and the on-policy completions' length (:242);
     what the plan does not model is a note."""
+    read_teacher(c, f, near, "planned as the student distilling itself")
+    for field in ("workload.lmbda", "workload.jsd_beta"):
+        v, s = look(f, field)
+        if as_float(v) is not None:
+            c.set(field, as_float(v), s, KEYS.flag(field))
+    v, s = look(f, "workload.max_completion_length")
+    c.number("workload.max_completion_length", v, s, KEYS.flag("workload.max_completion_length"), minimum=1)
+    _vllm(c, f)  # the student's completions from vLLM, as GRPO's (Framework.gkd_vllm: from v3.10.0)
+    for key in ("gkd_logits_topk", "sft_alpha"):
+        if key in f:
+            c.note(f"{f[key].source} (--{key} is not planned yet: planned with full logits)")
+
+
+# --teacher_deepspeed's bundled names (swift/arguments/rlhf_args.py: the teacher prepared with its own DeepSpeed,
+# rlhf_trainers/rollout_mixin.py:229-250): where its weights sit (workload.teacher_sharding); the optimizer offloads
+# of zero2_offload have nothing to move for a frozen teacher
+TEACHER_DS = {"zero0": "whole", "zero1": "whole", "zero2": "whole", "zero2_offload": "whole", "zero3": "zero3",
+              "zero3_offload": "zero3-offload"}  # fmt: skip
+
+
+def read_teacher(c: Collector, f: dict[str, Flag], near, missing: str) -> None:
+    """GKD's and OPD-RL's teacher: --teacher_model (found offline as the model is; `missing`: what the plan does
+    without one it cannot find), the student itself with its adapter disabled where the teacher is the model under
+    LoRA (rlhf_args.py:409-412), --teacher_deepspeed's placement; a teacher server or offloaded teacher a note."""
     if "teacher_model" in f:
         name, src = str(one(f["teacher_model"].value)), f["teacher_model"].source
         same = "model" in f and name == str(one(f["model"].value))
@@ -127,22 +146,18 @@ def read_gkd(c: Collector, f: dict[str, Flag], near) -> None:
                 f"{src} (the student with its adapter disabled is the teacher, rlhf_args.py:409-412: no second model)"
             )
         elif found is None:
-            c.note(f"{src} ({name} not found offline: pass its config.json; planned as the student distilling itself)")
+            c.note(f"{src} ({name} not found offline: pass its config.json; {missing})")
         else:
             c.set("workload.teacher_model", found.ref, f"{src} ({found.how})", "--teacher_model")
-    for field in ("workload.lmbda", "workload.jsd_beta"):
-        v, s = look(f, field)
-        if as_float(v) is not None:
-            c.set(field, as_float(v), s, KEYS.flag(field))
-    v, s = look(f, "workload.max_completion_length")
-    c.number("workload.max_completion_length", v, s, KEYS.flag("workload.max_completion_length"), minimum=1)
-    _vllm(c, f)  # the student's completions from vLLM, as GRPO's (Framework.gkd_vllm: from v3.10.0)
-    for key in ("teacher_model_server", "offload_teacher_model", "gkd_logits_topk", "sft_alpha"):
+            ds = f.get("teacher_deepspeed")
+            placed = TEACHER_DS.get(str(one(ds.value))) if ds is not None else None
+            if placed:
+                c.set("workload.teacher_sharding", placed, ds.source, "--teacher_deepspeed")
+            elif ds is not None:
+                c.note(f"{ds.source} (a teacher DeepSpeed file is not read: its weights planned as the student's are)")
+    for key in ("teacher_model_server", "offload_teacher_model"):
         if key in f:
-            c.note(f"{f[key].source} (--{key} is not planned yet: planned with a local teacher and full logits)")
-    if "teacher_deepspeed" in f:  # rlhf_args.py: the teacher's own DeepSpeed config (rollout_mixin.py:229-250)
-        c.note(f"{f['teacher_deepspeed'].source} (the teacher's own DeepSpeed config is not planned: planned "
-               "resident, sharded as the student is)")  # fmt: skip
+            c.note(f"{f[key].source} (--{key} is not planned yet: planned with the teacher resident on the GPUs)")
 
 
 def _steps_per_generation(c: Collector, f: dict[str, Flag]) -> None:

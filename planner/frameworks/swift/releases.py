@@ -127,6 +127,7 @@ def _late_3(name: str, source: str, kto: dict, optimizer: Default, transformers:
             "dpo_runs": DPO_37,
             "transformers_newest": transformers[1],
             "gkd_vllm": since >= (3, 9),
+            "grpo_teacher": False,  # OPD-RL came in v4.4.0
             **kto,
             **TOWER_HOOK,
         },
@@ -166,6 +167,7 @@ RELEASES = (
         # enable_input_require_grads whatever its freezing (v2.5.0-v2.6.1; at v2.4.2 sft.py:252-255 the model's alone)
         adapter={
             "gkd_vllm": False,  # GKD's vLLM rollout came in v3.10.0
+            "grpo_teacher": False,  # OPD-RL came in v4.4.0
             "tower_sdpa": "masked-3d",
             **NO_DPO_SPLITS,
             "transformers_newest": (),
@@ -198,6 +200,7 @@ RELEASES = (
         # line is read the hungrier way, as for its images
         adapter={
             "gkd_vllm": False,  # GKD's vLLM rollout came in v3.10.0
+            "grpo_teacher": False,  # OPD-RL came in v4.4.0
             "tower_sdpa": "masked-3d",
             "vlm_logprobs": WHOLE_LOGITS,
             **NO_DPO_SPLITS,
@@ -227,6 +230,7 @@ RELEASES = (
         # over every prompt image of micro-batch x accumulation rows
         adapter={
             "gkd_vllm": False,  # GKD's vLLM rollout came in v3.10.0
+            "grpo_teacher": False,  # OPD-RL came in v4.4.0
             "tower_sdpa": "masked-3d",
             "vlm_logprobs": WHOLE_LOGITS,
             "grpo_reference": "in-step",

@@ -339,7 +339,22 @@ def rlhf_flags(plan: Plan, procs: int = 1) -> list[Flag]:
         k("workload.beta", w.beta),
         k("workload.num_iterations", w.num_iterations),
     ]
-    return out + vllm_flags(plan, procs) + [("reward_funcs", ["accuracy", "format"])]
+    return out + teacher_flags(w) + vllm_flags(plan, procs) + [("reward_funcs", ["accuracy", "format"])]
+
+
+# workload.teacher_sharding as --teacher_deepspeed's bundled names (reader_rl.TEACHER_DS)
+TEACHER_DS = {"whole": "zero0", "zero3": "zero3", "zero3-offload": "zero3_offload"}
+
+
+def teacher_flags(w) -> list[Flag]:
+    """--teacher_model (GKD's, and GRPO's OPD-RL from v4.4.0) and --teacher_deepspeed where the teacher is placed
+    apart from the student."""
+    if not w.teacher_model:
+        return []
+    out: list[Flag] = [KEYS.pair("workload.teacher_model", export.hf_or_name(w.teacher_model))]
+    if w.teacher_sharding != "as-student":
+        out.append(("teacher_deepspeed", TEACHER_DS[w.teacher_sharding]))
+    return out
 
 
 def vllm_flags(plan: Plan, procs: int) -> list[Flag]:
@@ -367,9 +382,8 @@ def gkd_flags(w) -> list[Flag]:
     :263 --lmbda, :516-518 --beta 0.5 for gkd, :242 --max_completion_length); no --teacher_model: the student is its
     own teacher (self-distillation, :403-407)."""
     k = KEYS.pair
-    teacher = [k("workload.teacher_model", export.hf_or_name(w.teacher_model))] if w.teacher_model else []
     return [
-        *teacher,
+        *teacher_flags(w),
         k("workload.lmbda", w.lmbda),
         k("workload.jsd_beta", w.jsd_beta),
         k("workload.max_completion_length", w.max_completion_length),

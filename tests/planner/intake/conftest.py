@@ -33,7 +33,6 @@ REFUSED = {
     DATA / "llamafactory/examples/v1/train_full/train_full_ulysses_cp.yaml": "dist_config.cp_size: 2: v1's Ulysses",
     DATA / "llamafactory/examples/v1/train_lora/export_lora.yaml": "not a training configuration memplan knows",
     # ms-swift v4.5.2's OPD-RL, GKD beside a colocated vLLM, Megatron-SWIFT and `swift sample` files (issue 49)
-    DATA / "swift/examples/train/on_policy_distillation.sh": "--teacher_model Qwen/Qwen3-32B: GRPO with a teacher",
     DATA / "swift/examples/yaml/megatron/sft.yaml": "a Megatron-SWIFT configuration",
     DATA / "swift/examples/sampler/sample/sampling.yaml": "`swift sample` arguments",
     DATA / "swift/examples/train/grpo/internal/chord.sh": "--chord_sft_per_device_train_batch_size 1: CHORD's SFT",
