@@ -26,6 +26,7 @@ SAMPLES = {
     "evidence": "analytic",
     "role_sleep_level": "1",
     "role_offload": "ref",
+    "teacher_sharding": "zero3",
 }
 
 
