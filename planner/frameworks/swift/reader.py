@@ -130,7 +130,9 @@ def _tuner(c: Collector, f: dict[str, Flag], near: Path) -> bool:
         swift_freeze.read_llamapro(c, f, src, f"--{key}")
         return False
     if tuner == "custom" and "external_plugins" in f:  # 3.x's tuner from a plugin file (reader_plugin)
-        return _plugin_tuner(c, f, near, src, f"--{key}")
+        reader_plugin.read_custom(c, f, near, src, f"--{key}")
+        _quant(c, f)
+        return True
     if tuner == "lora_llm":  # LoRA on the language model, the ViT and aligner trained in full (reader_tuners)
         swift_tuners.read_lora_llm(c, f, src, f"--{key}")
         _quant(c, f)
@@ -158,21 +160,6 @@ def _tuner(c: Collector, f: dict[str, Flag], near: Path) -> bool:
     dropout, dsrc = look(f, "lora_dropout")
     if variant not in ("vera", "boft") and as_float(dropout) is not None:  # BOFT: its own boft_dropout
         c.set("lora_dropout", as_float(dropout), dsrc, KEYS.flag("lora_dropout"))
-    _quant(c, f)
-    return True
-
-
-def _plugin_tuner(c: Collector, f: dict[str, Flag], near: Path, src: str, key: str) -> bool:
-    """--train_type custom: the --external_plugins file's tuner, read as lora_llm where it is that shape, else refused
-    in one line naming the file."""
-    given = f["external_plugins"]
-    path = reader_plugin.plugin_path(given.value, near)
-    if path is None or not reader_plugin.read(path):
-        what = f"{path.name}'s Tuner is not LoRA on the language model beside a trained ViT" if path else "not found"
-        tuners.refuse(given.source, f"tuner custom from {one(given.value)} ({what})")
-    c.add_file(path)
-    why = f"{src}; {given.source} ({path.name}'s Tuner: LoRA on the language model, the ViT and aligner in full)"
-    swift_tuners.read_lora_llm(c, f, why, key)
     _quant(c, f)
     return True
 

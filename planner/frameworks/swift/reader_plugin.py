@@ -11,8 +11,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from planner.intake import limits
-from planner.intake.collect import as_names
+from planner.frameworks.swift.reader_tuners import read_lora_llm
+from planner.intake import limits, tuners
+from planner.intake.collect import Collector, as_names, one
+from planner.intake.flags import Flag
 
 
 def plugin_path(value: object, near: Path) -> Path | None:
@@ -78,3 +80,16 @@ def read(path: Path) -> bool:
     except (OSError, ValueError, SyntaxError, limits.OverLimit):
         return False
     return is_lora_llm(tree)
+
+
+def read_custom(c: Collector, f: dict[str, Flag], near: Path, src: str, key: str) -> None:
+    """--train_type custom: the --external_plugins file's tuner, read as lora_llm where it is that shape
+    (reader_tuners.read_lora_llm), else refused in one line naming the file."""
+    given = f["external_plugins"]
+    path = plugin_path(given.value, near)
+    if path is None or not read(path):
+        what = f"{path.name}'s Tuner is not LoRA on the language model beside a trained ViT" if path else "not found"
+        tuners.refuse(given.source, f"tuner custom from {one(given.value)} ({what})")
+    c.add_file(path)
+    why = f"{src}; {given.source} ({path.name}'s Tuner: LoRA on the language model, the ViT and aligner in full)"
+    read_lora_llm(c, f, why, key)
