@@ -57,6 +57,8 @@ class MemoryBreakdown(BaseModel):
         "reference-forward",
         "old-logps",
         "kl-forward",
+        "teacher-forward",
+        "teacher-logps",
         "rollout",
         "weight-sync",
         "reward-scoring",

@@ -70,10 +70,29 @@ def teacher_params_bytes(s: Setup) -> int:
     if m is None:
         return 0
     whole = m.params * compute_dtype_bytes(s)
+    return {"whole": whole, "zero3": whole // s.world_size, "zero3-offload": 0}[teacher_placement(s)]
+
+
+def teacher_placement(s: Setup) -> str:
+    """Where the teacher's weights sit: its own setting, or as the student's are (ZeRO-3 and FSDP shard it)."""
     placed = s.knobs.workload.teacher_sharding
     if placed == "as-student":
-        placed = "zero3" if s.knobs.zero_stage == 3 or s.knobs.fsdp != "off" else "whole"
-    return {"whole": whole, "zero3": whole // s.world_size, "zero3-offload": 0}[placed]
+        return "zero3" if s.knobs.zero_stage == 3 or s.knobs.fsdp != "off" else "whole"
+    return placed
+
+
+def teacher_gathered_bytes(s: Setup) -> int:
+    """A ZeRO-3 teacher's (sharded or offloaded) parameters gathered while it runs: ZeRO-3's gathered set and a
+    prefetch batch's staging buffer (zero.zero3_gathered_param_elements, zero3_staging_elements, pinned for the
+    student) over the teacher's modules at DeepSpeed's defaults; no gradient. 0 for a whole teacher, and under FSDP
+    (planned as ZeRO-3's shards)."""
+    from planner.estimate import zero  # zero's terms ask for the trained parameters: imported where used
+
+    m = teacher_of(s)
+    if m is None or teacher_placement(s) == "whole" or s.knobs.fsdp != "off":
+        return 0
+    ts = replace(s, model=m, knobs=s.knobs.model_copy(update={"zero_stage": 3, "zero_buckets": ""}))
+    return compute_dtype_bytes(s) * (zero.zero3_gathered_param_elements(ts) + zero.zero3_staging_elements(ts))
 
 
 def logits_entry_bytes(s: Setup) -> int:
@@ -134,14 +153,15 @@ def loss_bytes(s: Setup, rows: int) -> int:
 
 def teacher_forward_bytes(s: Setup, rows: int) -> int:
     """The teacher's no-grad forward beside the student's logits: the larger of a teacher layer's moment and its head's
-    (its final hidden states, its logits in the model's dtype and their cast copy)."""
+    (its final hidden states, its logits in the model's dtype and their cast copy), and a ZeRO-3 teacher's gathered
+    parameters."""
     m = teacher_of(s) or s.model
     ts = replace(s, model=m)
     c = compute_dtype_bytes(s)
     head = (
         c * rows * s.seq_len * m.text.hidden + c * rows * logit_tokens(s) * m.text.vocab + model_logits_bytes(ts, rows)
     )
-    return max(nograd_forward_bytes(ts, rows, s.seq_len), head)
+    return max(nograd_forward_bytes(ts, rows, s.seq_len), head) + teacher_gathered_bytes(s)
 
 
 def generation_sequences(s: Setup) -> int:

@@ -161,7 +161,9 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
         if w.computes_old_logps(s.grad_accum):
             out["old-logps"] = {**between, **logps_pass_terms(s)}
         if w.teacher_model:  # OPD-RL: the teacher's no-grad log-prob pass beside them (Framework.grpo_teacher)
-            out["teacher-logps"] = {**between, **logps_pass_terms(replace(s, model=gkd.teacher_of(s)))}
+            teacher = logps_pass_terms(replace(s, model=gkd.teacher_of(s)))
+            teacher["forward_transient_bytes"] += gkd.teacher_gathered_bytes(s)  # a ZeRO-3 teacher's gathered layers
+            out["teacher-logps"] = {**between, **teacher}
     elif w.kind == "gkd":
         out.update(gkd_phases(s, resident, between, capacity_bytes))
     if w.kind == "kto":

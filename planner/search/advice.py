@@ -215,7 +215,8 @@ def deciding_term(plan: Plan) -> tuple[str, int, list[str]]:
     if (
         m.peak_term
         and m.peak_term.removesuffix("_bytes") in RL_TERMS
-        and m.peak_phase in ("generation", "reference-forward", "old-logps", "kl-forward")
+        and m.peak_phase
+        in ("generation", "reference-forward", "old-logps", "kl-forward", "teacher-forward", "teacher-logps")
     ):
         label, fix = RL_TERMS[m.peak_term]
         tower = [tower_fix(plan, d.get("vision_knob", 0))] if m.peak_term == "generation_tower" else []

@@ -73,3 +73,16 @@ def test_swifts_example_is_read_as_it_runs_written_and_read_back(tmp_path):
         (tmp_path / "swift" / name).write_text(text)
     back = intake.read([str(tmp_path / "swift" / swift_writer.SCRIPT_NAME)]).request["workload"]
     assert (back["teacher_model"], back["teacher_sharding"], back["num_generations"]) == ("qwen3-32b", "zero3", 1)
+
+
+def test_a_zero3_teachers_pass_holds_its_gathered_layers():
+    """A sharded or offloaded teacher gathers its modules as it runs (ZeRO-3's gathered set and staging buffer, the
+    student's pinned terms over the teacher's modules); a whole teacher gathers nothing."""
+    from dataclasses import replace
+
+    for sharding, gathers in (("whole", False), ("zero3", True), ("zero3-offload", True)):
+        s = _setup(sharding)
+        teacher = logps_pass_terms(replace(s, model=gkd.teacher_of(s)))["forward_transient_bytes"]
+        phase = phase_terms(s, CAP, breakdown(s, CAP))["teacher-logps"]["forward_transient_bytes"]
+        assert phase == teacher + gkd.teacher_gathered_bytes(s)
+        assert (gkd.teacher_gathered_bytes(s) > 0) == gathers
