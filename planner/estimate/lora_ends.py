@@ -1,5 +1,5 @@
 """LoRA on the language model's ends (Knobs.lora_ends), beside --lora-targets' decoder linears: PEFT's lora.Embedding
-on embed_tokens and a lora.Linear on lm_head (peft 0.18 tuners/lora/layer.py: Embedding.forward, Linear.forward),
+on embed_tokens and a lora.Linear on lm_head (peft 0.21.2 tuners/lora/layer.py: Embedding.forward, Linear.forward),
 as ms-swift's `--target_modules all-linear embed_tokens lm_head` and torchtune's apply_lora_to_output run them. Each
 term in bytes or elements, pinned to the sim (tests/probes/test_lora_ends.py: Llama-3.2-1B and Qwen2.5-0.5B, tied,
 cut to 8 layers, 2 x 2048 tokens, rank 16):
@@ -7,7 +7,8 @@ cut to 8 layers, 2 x 2048 tokens, rank 16):
 - the adapters: embedding_A (r x vocab) and embedding_B (hidden x r); the head's lora_A (r x hidden) and lora_B
   (vocab x r), fp32 as every adapter (PEFT's autocast_adapter_dtype);
 - what the head's adapter saves: lora_A's copy of the final norm's output and lora_B's input (tokens x r), in the
-  adapter's dtype (bf16 under torch AMP, with the adapters' bf16 weight copies; fp32 elsewhere);
+  adapter's matmul dtype (bf16 under torch AMP, with the adapters' bf16 weight copies, and where DeepSpeed or FSDP
+  cast the adapters to half; fp32 under bf16-pure and fp32);
 - what the embedding's adapter saves: lora_B's input (tokens x r) and, without checkpointing, the first layer's
   input now needing its gradient (its first norm keeps its fp32 input: 4 bytes an element; with LoRA dropout the
   first layer's q/k/v dropout masks, which activations' layer terms count already: the sim is within 7 MiB);
