@@ -118,6 +118,7 @@ SLOW = {
     "tests/probes/test_lf_v1_head.py::test_v1s_own_loss_holds_the_terms_bytes": 33,
     "tests/probes/test_lf_v1_load.py::test_the_load_phase_is_the_whole_model_v1_loads": 10,
     "tests/probes/test_lora_ends.py::test_ends_change_the_peak_as_the_sim_measures": 8,
+    "tests/probes/test_lora_ends.py::test_a_vlms_ends_change_the_peak_as_the_sim_measures": 10,
     # stop 72 (2026-12-06, 2 cores): --lora-tower-full's sim of a 4-layer VLM step with its tower whole, 8-16 s each
     "tests/probes/test_tower_full.py::test_the_analytic_peak_matches_the_sim": 8,
     # h-eagernograd (2026-12-06, 2 busy cores): a tiny Llama's eager no-grad forward tracked at 2 x 256 and 2 x 512

@@ -1,6 +1,7 @@
 """What LoRA on the embedding and the head (Knobs.lora_ends, planner.estimate.lora_ends) is planned with, and the
 one-line refusal of the rest: plain LoRA on a causal language model's SFT step whose head runs as a module, one
-process a model copy, and a text model whose ends are PEFT's embed_tokens and lm_head."""
+process a model copy, and a model whose ends are PEFT's embed_tokens and lm_head (a VLM's too, where the framework
+takes PEFT's own target list: planner.frameworks.rules.VLM_LORA_ENDS refuses it elsewhere)."""
 
 from __future__ import annotations
 
@@ -36,15 +37,14 @@ def ends_rules(k: KnobFields) -> None:
 
 
 def ends_model_error(k: KnobFields, spec) -> BadInput | None:
-    """A VLM (its language model's ends under its own module names), GPT-2's Conv1D blocks (wte, no lm_head
-    module of its own weight) or a model with no vocabulary head: refused in one line."""
+    """GPT-2's Conv1D blocks (wte, no lm_head module of its own weight) or a model with no vocabulary head: refused
+    in one line."""
     if k.lora_ends == "none" or not k.lora_rank or spec is None:
         return None
     t = spec.text
-    if spec.vision is not None or t.traits.conv1d or not t.vocab:
-        why = "a VLM's" if spec.vision is not None else f"{spec.name}'s"
+    if t.traits.conv1d or not t.vocab:
         return BadInput(
-            f"--lora-ends {k.lora_ends}: LoRA on {why} embedding or head is not planned (planned on text models "
+            f"--lora-ends {k.lora_ends}: LoRA on {spec.name}'s embedding or head is not planned (planned on models "
             "whose ends are PEFT's embed_tokens and lm_head)",
             "lora_ends",
         )

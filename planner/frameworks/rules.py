@@ -266,3 +266,17 @@ def torchao_line_rules(framework: str) -> tuple[Rule, ...]:
         )
         for optimizer, name in (("adamw-torchao-4bit", "adamw_torch_4bit"), ("adamw-torchao-8bit", "adamw_torch_8bit"))
     )
+
+
+# LoRA on the ends of a VLM (Knobs.lora_ends): planned with PEFT's own target list (the bundled trainer, HF, TRL),
+# whose pattern over the language model's linears gains embed_tokens and lm_head (lora_targets.with_ends). A
+# framework's own VLM list is not read for them: ms-swift's all-linear on a multimodal model keeps its language
+# model's linears alone and drops the other names (v4.5.2 swift/pipelines/train/tuner.py:97-104)
+VLM_LORA_ENDS = Rule(
+    "lora_ends",
+    "--lora-ends on a VLM is planned with PEFT's own target list (--framework hf, trl or memplan): this framework's "
+    "VLM target lists were not read for the embedding and head (ms-swift's all-linear on a multimodal model, for one, keeps only "
+    "its language model's linears, swift/pipelines/train/tuner.py:97-104)",
+    lambda k, w: k.get("lora_ends", "none") != "none" and getattr(w.model, "vision", None) is not None,
+    scope="layout",
+)

@@ -45,6 +45,8 @@ def with_ends(targets: str | list[str] | None, ends: str, model: ModelSpec | Non
     names = END_MODULES.get(ends, ())
     if not names:
         return targets
+    if isinstance(targets, str) and targets != "all-linear":  # a VLM's pattern over its language model's linears
+        return rf"(?:{targets})|(?:.*\.)?(?:{'|'.join(names)})"
     if targets == "all-linear":
         if model is None:
             raise ValueError("LoRA on the embedding or head beside all-linear needs the model's linear names")

@@ -12,7 +12,7 @@ from planner.frameworks.axolotl.keys import KEYS
 from planner.frameworks.axolotl.releases import EXPANDABLE, NEWEST_TRANSFORMERS, SPANS
 from planner.frameworks.axolotl.releases import RELEASES as LINES
 from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
-from planner.frameworks.rules import stacked_experts_prequant, thinker_alone, torchao_line_rules
+from planner.frameworks.rules import VLM_LORA_ENDS, stacked_experts_prequant, thinker_alone, torchao_line_rules
 from planner.frameworks.runs import (
     TORCH_OPTIMIZERS,
     TRANSFORMERS_LOW_RANK,
@@ -142,6 +142,7 @@ OLDER["0.5"] |= {"optimizer": tuple(o for o in NO_MUON["optimizer"] if o != "ado
 
 
 RULES = (  # every line's; the KTO it plans (kto.PLANNED_RULES) the newest's alone
+    VLM_LORA_ENDS,
     stacked_experts_prequant("axolotl"),
     *torchao_line_rules("axolotl"),
     thinker_alone(  # loaders/model.py loads a VLM with AutoModelForImageTextToText

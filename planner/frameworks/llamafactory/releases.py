@@ -32,7 +32,13 @@ from planner.frameworks.base import Default, Release, Rule, expert_targets, full
 from planner.frameworks.keys import whole_line
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.lines import with_rules
-from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant, thinker_alone, torchao_line_rules
+from planner.frameworks.rules import (
+    VLM_LORA_ENDS,
+    hf_ppo_rules,
+    stacked_experts_prequant,
+    thinker_alone,
+    torchao_line_rules,
+)
 
 TAG = "LLaMA-Factory {} src/{}/hparams/"
 FOREACH = Default(
@@ -256,6 +262,7 @@ SPANS = {
 TRAIN_BASH = ("0.5", "0.6", "0.7")
 DATAPARALLEL_LINES = ("0.5", "0.6", "0.7", "0.7.1")  # one process over the visible GPUs (rules: dataparallel)
 RULES = (
+    VLM_LORA_ENDS,
     stacked_experts_prequant("llamafactory"),
     # reader_media.thinker_alone refuses the same in a user's file
     thinker_alone("LLaMA-Factory", "src/llamafactory/model/loader.py:173-174"),

@@ -15,6 +15,7 @@ the v0.9.5 tag of github.com/hiyouga/LLaMA-Factory (paths under src/llamafactory
 The reader is reader.py."""
 
 from planner.frameworks.base import Default, Framework, Rule
+from planner.frameworks.rules import VLM_LORA_ENDS
 from planner.frameworks.tool import Signs
 
 V1 = "src/llamafactory/v1/"
@@ -125,6 +126,7 @@ FRAMEWORK = Framework(
     },
     notes=("no autocast: a full fine-tune in fp32 unless FSDP2's bf16 or DeepSpeed's; its own SFT loss; no writer",),
     rules=(
+        VLM_LORA_ENDS,
         Rule(
             "precision",
             "the v1 trainer runs no autocast: bf16 over fp32 weights is FSDP2's MixedPrecisionPolicy or DeepSpeed's "

@@ -16,7 +16,7 @@ from planner.frameworks.base import (
     transformers_5_quant,
 )
 from planner.frameworks.rl import RoleEngine
-from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant, torchao_line_rules
+from planner.frameworks.rules import VLM_LORA_ENDS, hf_ppo_rules, stacked_experts_prequant, torchao_line_rules
 from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_ONE_STATE, TRANSFORMERS_TORCHAO
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.releases import HALF_LOSS, KTO_NO_SP, RELEASES
@@ -272,6 +272,7 @@ FRAMEWORK = Framework(
     notes=("LoRA, checkpointing and a frozen ViT by default; accumulation defaults to a total batch of 16",),
     releases=RELEASES,
     rules=(
+        VLM_LORA_ENDS,
         OMNI_WHOLE,
         *LORA_LLM_RULES,
         *torchao_line_rules("swift"),

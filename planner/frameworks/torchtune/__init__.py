@@ -6,6 +6,7 @@ in bfloat16": memplan's bf16-pure), fp16 is refused; FSDP2 `fully_shard` on the 
 Files cited are at the v0.6.1 tag of pytorch/torchtune (recipes/..., torchtune/...); the reader is reader.py."""
 
 from planner.frameworks.base import Default, Framework, Rule
+from planner.frameworks.rules import VLM_LORA_ENDS
 from planner.frameworks.runs import TRANSFORMERS_ONE_STATE  # the same classes: torch's and bitsandbytes'
 from planner.frameworks.tool import Signs, Tool
 
@@ -147,6 +148,7 @@ FRAMEWORK = Framework(
         "bf16 params, grads and optimizer states (bf16-pure) or fp32; FSDP2 on the distributed recipes; no DeepSpeed",
     ),
     rules=(
+        VLM_LORA_ENDS,
         Rule(
             "optimizer_in_backward",
             "optimizer_in_bwd is the full fine-tune recipes' (lora_finetune_*.py has none): give --lora-rank 0",
