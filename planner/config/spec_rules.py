@@ -83,10 +83,10 @@ def run_rules(k: KnobFields) -> None:
         )
     opd = k.workload.kind == "grpo" and k.workload.teacher_model is not None
     if opd and not adapter(k.framework, k.release).grpo_teacher:
-        runs = [n for n, f in FRAMEWORKS.items() if f.grpo_teacher]
         raise BadInput(
             f"--workload grpo with --teacher-model: {k.framework}'s GRPO takes no teacher (a teacher's log-probs in the "
-            "advantage is ms-swift 4's OPD-RL, from v4.4.0): give --framework " + " or ".join(runs),
+            "advantage is ms-swift 4's OPD-RL, from v4.4.0): give --framework "
+            + " or ".join(frameworks_with("grpo_teacher")),
             "teacher_model",
         )
     if k.workload.kind == "grpo" and k.workload.num_generations < 2 and not one_sample_groups(k) and not opd:
@@ -95,17 +95,16 @@ def run_rules(k: KnobFields) -> None:
             "num_generations",
         )
     if k.workload.kind == "gkd" and k.workload.generation != "hf" and not adapter(k.framework, k.release).gkd_vllm:
-        runs = [n for n, f in FRAMEWORKS.items() if f.gkd_vllm]
         raise BadInput(
             f"--workload gkd with --generation {k.workload.generation}: {k.framework}'s GKD generates its on-policy "
             f"completions with HF's generate on the training GPU (give --generation hf), or give --framework "
-            + " or ".join(runs),
+            + " or ".join(frameworks_with("gkd_vllm")),
             "generation",
         )
     if k.workload.roles.move_model_batches is not None and not FRAMEWORKS[k.framework].sync_groups:
         raise BadInput(
             "--move-model-batches is ms-swift's --move_model_batches (its weight sync's groups): give --framework "
-            + " or ".join(n for n, f in FRAMEWORKS.items() if f.sync_groups),
+            + " or ".join(frameworks_with("sync_groups")),
             "move_model_batches",
         )
     r = k.workload.roles
@@ -130,6 +129,11 @@ def run_rules(k: KnobFields) -> None:
             object.__setattr__(k, "zero_buckets", zerobuckets.canonical(zerobuckets.parse(k.zero_buckets)))
         except ValueError as e:
             raise BadInput(str(e), "zero_buckets") from None
+
+
+def frameworks_with(field: str) -> list[str]:
+    """The frameworks whose adapter sets the Memory flag `field` (sync_groups, gkd_vllm, grpo_teacher)."""
+    return [n for n, f in FRAMEWORKS.items() if getattr(f, field)]
 
 
 def engines_with(field: str) -> list[str]:

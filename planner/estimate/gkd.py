@@ -65,7 +65,7 @@ def teacher_params_bytes(s: Setup) -> int:
     """The teacher's weights on this rank: the compute dtype, sharded under ZeRO-3 or FSDP as the student is, or as
     its own DeepSpeed config places them (workload.teacher_sharding: ms-swift's --teacher_deepspeed, prepared by
     rlhf_trainers/rollout_mixin.py:229-250): whole, ZeRO-3 shards, or none on the GPU under ZeRO-3's parameter
-    offload (the layer it gathers for each forward is not counted)."""
+    offload (what it gathers for each forward: teacher_gathered_bytes)."""
     m = teacher_of(s)
     if m is None:
         return 0

@@ -23,13 +23,12 @@ from __future__ import annotations
 
 from planner.estimate import lora
 from planner.estimate.recipe_terms import CHUNKED_LOSS_CHUNKS
+from planner.model.lora_targets import end_modules
 
-ENDS = {"embed": ("embed",), "head": ("head",), "both": ("embed", "head")}
 
-
-def ends(knobs) -> tuple[str, ...]:
-    """The ends LoRA adapts: none without LoRA."""
-    return ENDS.get(knobs.lora_ends, ()) if knobs.lora_rank else ()
+def ends(knobs) -> list[str]:
+    """The PEFT modules of the ends LoRA adapts (embed_tokens, lm_head): none without LoRA."""
+    return end_modules(knobs.lora_ends) if knobs.lora_rank else []
 
 
 def end_adapter_params(model, knobs) -> int:
@@ -48,7 +47,7 @@ def head_saved_bytes(model, knobs, tokens: int) -> int:
     AMP and where DeepSpeed or FSDP cast the adapters to half, 4 under bf16-pure and fp32), under AMP the two
     factors' bf16 copies too (sim: Llama-3.2-1B 4,096 tokens 20.1 MiB under AMP, 32.25 under bf16-pure and fp32);
     with LoRA dropout 8 MiB more (its mask), 40 in fp32."""
-    if "head" not in ends(knobs):
+    if "lm_head" not in ends(knobs):
         return 0
     t, r, mode = model.text, knobs.lora_rank, lora.adapter_mode(knobs)
     a = 2 if mode in ("amp", "half") else 4
@@ -62,7 +61,7 @@ def embed_saved_bytes(model, knobs, tokens: int, first_input: bool) -> int:
     """The embedding's adapter: lora_B's input (tokens x r; under AMP its bf16 cast and embedding_B's copy) and,
     where `first_input` (no checkpointing, the first layer's input otherwise needing no gradient), the first norm's
     fp32 input (sim: 32.2 MiB for Llama-3.2-1B at 4,096 tokens, 0.19 with checkpointing)."""
-    if "embed" not in ends(knobs):
+    if "embed_tokens" not in ends(knobs):
         return 0
     t, r, mode = model.text, knobs.lora_rank, lora.adapter_mode(knobs)
     own = {"amp": 2 * tokens * r + 2 * r * t.hidden, "half": 2 * tokens * r}.get(mode, 4 * tokens * r)
@@ -78,7 +77,7 @@ def head_forward_bytes(model, knobs, tokens: int, residual_bytes: int) -> int:
     fp32 logits, and the final norm's output the chunks are cut from (`residual_bytes` an element; recipe.loss
     .chunked_loss_sum; sim, fp32: 282.5 MiB over the chunked loss's own moment, one chunk x 4 bytes and the hidden
     states). 0 without LoRA on the head."""
-    if "head" not in ends(knobs):
+    if "lm_head" not in ends(knobs):
         return 0
     per = {"amp": 6, "half": 6, "bf16-pure": 10, "fp32": 12}[lora.adapter_mode(knobs)]
     if knobs.loss != "chunked":

@@ -42,7 +42,7 @@ def with_ends(targets: str | list[str] | None, ends: str, model: ModelSpec | Non
     """target_modules with LoRA on the embedding and/or the head too (Knobs.lora_ends): PEFT's all-linear leaves the
     output layer out and takes no other name beside it, so it becomes the model's linear names (what it matches on a
     text model) and the ends'."""
-    names = END_MODULES.get(ends, ())
+    names = end_modules(ends)
     if not names:
         return targets
     if isinstance(targets, str) and targets != "all-linear":  # a VLM's pattern over its language model's linears
@@ -50,8 +50,14 @@ def with_ends(targets: str | list[str] | None, ends: str, model: ModelSpec | Non
     if targets == "all-linear":
         if model is None:
             raise ValueError("LoRA on the embedding or head beside all-linear needs the model's linear names")
-        targets = sorted(n for n in model.linear_names() if not n.startswith("experts"))
+        targets = linear_module_names(model)
     return [*(targets or []), *names]
+
+
+def linear_module_names(model: ModelSpec) -> list[str]:
+    """all-linear as the decoder linears' module names (a framework or PEFT list that cannot say all-linear beside
+    other names); stacked experts are PEFT's target_parameters, not modules."""
+    return sorted(n for n in model.linear_names() if not n.startswith("experts"))
 
 
 def end_modules(ends: str) -> list[str]:

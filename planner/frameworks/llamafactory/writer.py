@@ -31,7 +31,7 @@ from planner.frameworks.llamafactory.releases import writes_pixels as line_write
 from planner.frameworks.llamafactory.writer_media import media_entries
 from planner.frameworks.llamafactory.writer_optim import matrix_optimizer_entries
 from planner.model.catalog import checkpoints
-from planner.model.lora_targets import end_modules, peft_target_modules
+from planner.model.lora_targets import end_modules, linear_module_names, peft_target_modules
 from planner.model.modelspec import ModelSpec
 
 VERSION = "llamafactory 0.9.5"
@@ -254,7 +254,7 @@ def lora_target(plan: Plan, model: ModelSpec) -> str:
     if targets == "all-linear" and not ends:
         return "all"
     if targets == "all-linear":
-        targets = sorted(n for n in model.linear_names() if not n.startswith("experts"))
+        targets = linear_module_names(model)
     return ",".join(loaded(model).lora_names(targets) + ends)
 
 
