@@ -11,7 +11,9 @@ TORCH_VERSION := 2.13.0
 # the planner installed (editable) from this pyproject.toml; gone with the venv
 INSTALLED := $(VENV)/.memplan-installed
 # pip install -e, without setuptools' "Editable installation." notice (information about any editable flat layout)
-EDITABLE := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -e
+# every install under constraints.txt: the versions the tests measure (a later PEFT, Hub client or TRL must not change
+# what CI measures; 2026-12-07: PEFT 0.22.0's LoRA on MoE layers failed three counts pinned to 0.21.2)
+EDITABLE := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -c constraints.txt -e
 
 .PHONY: run test setup setup-dev bench clean docs
 
@@ -25,7 +27,7 @@ torch: $(BIN)/python
 	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q "torch==$(TORCH_VERSION)"
 
 # the planner alone (pydantic, rich, nvidia-ml-py, platformdirs, pyyaml, huggingface_hub): again only when pyproject.toml changes
-$(INSTALLED): pyproject.toml | $(BIN)/python
+$(INSTALLED): pyproject.toml constraints.txt | $(BIN)/python
 	$(EDITABLE) .
 	@touch $@
 

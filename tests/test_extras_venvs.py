@@ -76,7 +76,17 @@ def venv_of(extra: str, where: Path) -> Path:
     constraint = where / "torch-constraint.txt"
     constraint.write_text(TORCH + "\n")  # the CPU wheel stays
     # deepspeed is an sdist whose setup.py imports torch: built against the venv's own
-    install("-c", str(constraint), "--no-build-isolation-package", "deepspeed", "-e", f".[{extra}]")
+    # constraints.txt: the versions the tests measure, as make setup-dev installs them
+    install(
+        "-c",
+        str(constraint),
+        "-c",
+        str(ROOT / "constraints.txt"),
+        "--no-build-isolation-package",
+        "deepspeed",
+        "-e",
+        f".[{extra}]",
+    )
     return where
 
 

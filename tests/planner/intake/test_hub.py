@@ -83,6 +83,9 @@ def server(tmp_path, monkeypatch):
     thread.start()
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{httpd.server_address[1]}")
     monkeypatch.setenv("MEMPLAN_HUB", "1")
+    # what this process asked before is keyed by endpoint: a later server may get an earlier one's port (CI, stop 77:
+    # test_the_api_fetches_only_where_its_settings_allow found another test's answer and fetched nothing)
+    monkeypatch.setattr(hub, "_ASKED", {})
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_ETAG_TIMEOUT"):
         monkeypatch.delenv(name, raising=False)
     from huggingface_hub import constants
