@@ -114,6 +114,10 @@ def nothing_leaks():
 # parameters for one case or without them for every case; tests that share a slow fixture are listed together
 # (one of them left in would run it). At 20 s, the issue's first cut, test-fast took 9 min 26 s.
 SLOW = {
+    # stop 78 (2026-12-07, 2 cores): probes/peft_release.py in each venv holding a PEFT, 8 s a venv (torch and peft imported)
+    "tests/planner/estimate/test_peft_release.py::test_each_peft_merges_and_casts_as_its_release_says": 8,
+    # stop 78: probes/moe_reach.py, each framework's own LoRA set-up on 7 tiny MoE models in its venv, 10-15 s a venv
+    "tests/probes/test_moe_reach.py::test_all_linear_reaches_what_each_frameworks_own_finder_and_peft_adapt": 12,
     # stop 76 (2026-12-07, 2 busy cores): LLaMA-Factory v1's own SFT loss in its venv, 6 shapes x dtypes, 33 s
     "tests/probes/test_lf_v1_head.py::test_v1s_own_loss_holds_the_terms_bytes": 33,
     "tests/probes/test_lf_v1_load.py::test_the_load_phase_is_the_whole_model_v1_loads": 10,

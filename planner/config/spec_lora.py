@@ -8,6 +8,7 @@ from planner.config.knobfields import CT_QUANTS, KnobFields
 from planner.config.spec_lora_ends import ends_rules
 from planner.errors import BadInput
 from planner.frameworks.memory import DROPOUT_KEPT_BY_FLAG
+from planner.frameworks.peft import reached
 
 
 def _plain_base(k: KnobFields) -> tuple[tuple[bool, str], ...]:
@@ -173,6 +174,25 @@ def oft_model_error(k: KnobFields, spec) -> BadInput | None:
             "lora_variant",
         )
     return boft_width_error(k, spec)
+
+
+def experts_dropout_error(k, spec) -> BadInput | None:
+    """PEFT's ParamWrapper (LoRA on stacked experts, target_parameters) refuses any LoRA dropout: get_peft_model
+    raises (peft 0.22.0 tuners/lora/layer.py:2535, 0.20.0 :2267; measured on 0.21.2 and 0.22.0 with Mixtral, DeepSeek
+    and Qwen1.5-MoE, and through ms-swift 4.6.0's default 0.05 on DeepSeek-V2 and GLM-4.5). A plan whose adapters
+    reach the experts (all-linear as the line's PEFT and target list reach them: planner.frameworks.peft) with
+    --lora-dropout above 0 is refused in one line."""
+    if not k.lora_rank or k.lora_dropout <= 0 or spec is None or k.lora_variant != "lora":
+        return None
+    model = reached(spec, k.framework, k.release) if k.lora_targets == "all-linear" else spec
+    if not any(t.experts and t.adapted(k.lora_targets) for t in model.tensors):
+        return None
+    return BadInput(
+        f"--lora-dropout {k.lora_dropout} with LoRA on {spec.name}'s stacked experts ({k.lora_targets} reaches them "
+        "here): PEFT's ParamWrapper refuses any dropout there (get_peft_model raises); give --lora-dropout 0, or "
+        "--lora-targets without the experts",
+        "lora_dropout",
+    )
 
 
 def boft_width_error(k: KnobFields, spec) -> BadInput | None:

@@ -1,10 +1,11 @@
 """AdaLoRA's and VeRA's terms (--lora-variant adalora | vera, PEFT's AdaLoraConfig and VeraConfig at --lora-rank),
-read in PEFT 0.20.0's source (the release ms-swift 4.6 pins; the .venv's 0.21.2 runs the same code):
+read in PEFT 0.20.0's source (the release ms-swift 4.6 pins; 0.21.2 and 0.22.0 run the same code but for ranknum):
 
 - AdaLoRA (tuners/adalora/layer.py:67-73): per adapted linear lora_A (r x d_in), lora_E (r x 1) and lora_B
   (d_out x r) at init_r, all trained; target_r only masks lora_E in place (layer.py:485-488, model.py:333-342: the
   resize is commented out), so the tensors stay init_r wide. ranknum (one element) is frozen, but on a half base
-  PEFT's autocast_adapter_dtype re-wraps it as a trained fp32 parameter (peft 0.21.2 tuners_utils.py:2739-2745).
+  PEFT 0.21's autocast_adapter_dtype re-wraps it as a trained fp32 parameter (0.21.2 tuners_utils.py:2739-2745; not
+  0.20.0 nor 0.22.0: planner.estimate.peft_release).
   Its RankAllocator keeps ipt, exp_avg_ipt and exp_avg_unc, a zeros_like of every lora_ parameter
   (layer.py:409-416), from the first update_and_allocate on (ms-swift calls it at every zero_grad:
   callbacks/adalora.py:23-28). The forward is LoRA's over lora_A * lora_E (layer.py:194-195); the orthogonal
@@ -18,6 +19,8 @@ read in PEFT 0.20.0's source (the release ms-swift 4.6 pins; the .venv's 0.21.2 
 from __future__ import annotations
 
 from math import prod
+
+from planner.estimate import peft_release
 
 
 def adalora(knobs) -> bool:
@@ -39,10 +42,12 @@ def _linears(model, knobs, layer: bool = False) -> list[tuple[int, int, int]]:
 
 def adalora_extra_params(model, knobs, half_base: bool) -> int:
     """AdaLoRA's trained parameters beyond LoRA's A and B at rank init_r: lora_E's r singular values per adapted
-    linear, and ranknum's one element where the base is half (autocast_adapter_dtype makes it trained)."""
+    linear, and ranknum's one element where the base is half and PEFT is 0.21 (its autocast_adapter_dtype
+    makes it trained there: peft_release.trains_ranknum)."""
     if not adalora(knobs):
         return 0
-    return sum(n * (knobs.lora_rank + int(half_base)) for _, _, n in _linears(model, knobs))
+    ranknum = int(half_base and peft_release.trains_ranknum(knobs))
+    return sum(n * (knobs.lora_rank + ranknum) for _, _, n in _linears(model, knobs))
 
 
 def vera_trained_params(model, knobs) -> int:

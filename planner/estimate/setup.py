@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from planner.config.spec import Knobs
 from planner.estimate.freeze import expanded_model
 from planner.estimate.heads import task_model, value_head_rm
+from planner.frameworks.peft import reached
 from planner.model.modelspec import ModelSpec
 
 
@@ -36,6 +37,8 @@ class Setup:
 
     def __post_init__(self):  # the model the task trains: a score head or none in place of the vocabulary head, and
         model = task_model(self.model, self.knobs.task, self.knobs.num_labels, value_head_rm(self.knobs))
+        if self.knobs.lora_rank and self.knobs.lora_targets == "all-linear":  # an MoE's reach is the line's PEFT's
+            model = reached(model, self.knobs.framework, self.knobs.release)
         object.__setattr__(self, "model", expanded_model(model, self.knobs))  # ms-swift's LLaMA-Pro blocks
 
     @classmethod

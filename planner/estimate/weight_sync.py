@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from math import ceil, prod
 
-from planner.estimate import rollout, state_terms
+from planner.estimate import peft_release, rollout, state_terms
 from planner.estimate.fsdp import shard_group_size
 from planner.estimate.setup import Setup
 from planner.estimate.trained import frozen_weight_bytes_per_param, trainable_params, trainable_weight_bytes_per_param
@@ -113,12 +113,13 @@ def sync_gather_bytes(s: Setup) -> int:
 
 def sync_merge_bytes(s: Setup) -> int:
     """PEFT's merge of an adapted weight (peft 0.21.2 tuners/lora/layer.py:1067): B @ A and its scaled copy at once,
-    in the adapters' dtype, then added in place (:1008); the largest adapted matrix decides. Under FSDP2 taken as
-    whole (memplan's bound: TRL merges into the sharded weights, ms-swift into the gathered state dict)."""
+    in the adapters' dtype, then added in place (:1008); from PEFT 0.22 scaled in place, B @ A alone
+    (peft_release.merge_copies); the largest adapted matrix decides. Under FSDP2 taken as whole (memplan's bound: TRL
+    merges into the sharded weights, ms-swift into the gathered state dict)."""
     if not s.lora:
         return 0
     largest = max((prod(t.shape) for t in s.model.tensors if t.adapted(s.knobs.lora_targets)), default=0)
-    return 2 * largest * trainable_weight_bytes_per_param(s.knobs)
+    return peft_release.merge_copies(s.knobs) * largest * trainable_weight_bytes_per_param(s.knobs)
 
 
 def sync_send_bytes(s: Setup) -> int:

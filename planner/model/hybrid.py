@@ -187,7 +187,7 @@ def mlp(cfg: dict, mt: str, h: int, L: int):
         return None, t + linear("layer", h, inter, L, False, True, "down_proj"), inter
     routed = cfg if mt == "qwen3_next" else {**cfg, "mlp_only_layers": [], "decoder_sparse_step": 1}
     routed = {**routed, "intermediate_size": routed.get("intermediate_size") or size(cfg, "moe_intermediate_size")}
-    moe, t = moe_mlp(routed, "qwen2_moe", h, L)
+    moe, t = moe_mlp(routed, "qwen2_moe", h, L, family=mt)
     return moe, t, routed["intermediate_size"]
 
 

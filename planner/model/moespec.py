@@ -20,6 +20,7 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from planner.errors import BadInput
+from planner.frameworks.peft import PEFT_0_22, reached_at
 from planner.model.shapes import Tensors, linear, number, size
 
 MOE_FAMILIES = ("deepseek_v2", "deepseek_v3", "glm4_moe", "gpt_oss", "mixtral", "olmoe", "qwen2_moe", "qwen3_moe")
@@ -27,12 +28,10 @@ MOE_FAMILIES = ("deepseek_v2", "deepseek_v3", "glm4_moe", "gpt_oss", "mixtral", 
 # over groups. GLM-4.5 (glm4_moe) routes as it does (modeling_glm4_moe.py:269-310,371-393,402, transformers 5.25)
 # beside grouped-query attention
 DEEPSEEK_ROUTING = ("deepseek_v2", "deepseek_v3", "glm4_moe")
-# What PEFT 0.21's LoraConfig(target_modules="all-linear") adapts in transformers 5.23's MoE blocks, beside the
-# attention linears (read off get_peft_model on each family; tests/probes/test_moe.py checks the counts): the
-# stacked experts (gate-up at twice the rank, as the v4 checkpoints' separate gate and up projections had, by
-# peft/utils/transformers_weight_conversion.py) and the router, where PEFT maps the family's v4 expert names; it
-# then leaves out the MLP linears that share those names (DeepSeek's shared experts and dense first layers).
-# Qwen1.5-MoE: its shared expert and gate only; gpt-oss: attention only.
+# Which MoE tensors PEFT's LoraConfig(target_modules="all-linear") adapts beside the attention linears is the framework
+# line's PEFT's (planner.frameworks.peft): the tensors carry their part (moe_part) and are built at the newest PEFT,
+# 0.22.0 (tests/probes/test_moe.py checks the counts). ALL_LINEAR_EXPERTS: the families whose router is an adapted
+# module in the quantized layouts (planner.estimate.quant, quant_modules), as PEFT 0.21 adapted them.
 ALL_LINEAR_EXPERTS = {"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3", "glm4_moe"}
 # Language models of composite (VLM) families laid out as a family above: Qwen3-VL-MoE's text model is Qwen3-MoE's
 # (models/qwen3_vl_moe/modeling_qwen3_vl_moe.py:114-123 stacked experts, :153-159 router, :283-288 q/k norms,
@@ -93,10 +92,21 @@ def _layer_kinds(cfg: dict, mt: str, layers: int) -> list[bool]:
     return [True] * layers
 
 
-def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int, vlm: bool = False) -> tuple[MoESpec, list[Tensors]]:
+def moe_mlp(
+    cfg: dict, mt: str, hidden: int, layers: int, vlm: bool = False, family: str = ""
+) -> tuple[MoESpec, list[Tensors]]:
     """The routed MLP's spec and tensors, and the dense layers' MLP tensors (gate/up/down of intermediate_size).
-    A VLM's language model (`vlm`) is adapted by a pattern over its nn.Linear modules, which names no expert."""
-    peft, mt = mt in ALL_LINEAR_EXPERTS and not vlm, LAYOUT.get(mt, mt)
+    A VLM's language model (`vlm`) is adapted by a pattern over its nn.Linear modules, which names no expert: its
+    tensors carry no moe_part. `family`: the model_type PEFT maps by, where `mt` is another family's layout."""
+    t, spec = _moe_tensors(cfg, LAYOUT.get(mt, mt), hidden, layers, mt in ALL_LINEAR_EXPERTS and not vlm)
+    if vlm:
+        return spec, [replace(x, moe_part="", all_linear=int(x.moe_part not in ("router", "experts"))) for x in t]
+    return spec, list(reached_at(t, family or mt, PEFT_0_22, names=False))
+
+
+def _moe_tensors(cfg: dict, mt: str, hidden: int, layers: int, peft: bool) -> tuple[list[Tensors], MoESpec]:
+    """The tensors, each MoE part marked (all_linear set by reached_at), and the spec; `peft`: the router is an
+    adapted module in the quantized layouts (ALL_LINEAR_EXPERTS)."""
     kinds = _layer_kinds(cfg, mt, layers)
     n_moe, n_dense = sum(kinds), layers - sum(kinds)
     e = size(cfg, "num_local_experts", "num_experts", "n_routed_experts")  # transformers' attribute_map aliases
@@ -111,19 +121,19 @@ def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int, vlm: bool = False) -> 
     elif mt in DEEPSEEK_ROUTING and cfg.get("n_shared_experts"):
         shared = ie * size(cfg, "n_shared_experts")
     bias = mt == "gpt_oss"
-    t = [Tensors("layer", (e, hidden), n_moe, lora=peft, name="router.weight", all_linear=int(peft))]
+    t = [Tensors("layer", (e, hidden), n_moe, lora=peft, name="router.weight", moe_part="router")]
     if bias:
         t += [
             Tensors("layer", (e,), n_moe, name="router.bias"),
-            Tensors("layer", (e, hidden, 2 * ie), n_moe, True, "experts.gate_up_proj", 0),
+            Tensors("layer", (e, hidden, 2 * ie), n_moe, True, "experts.gate_up_proj", moe_part="experts"),
             Tensors("layer", (e, 2 * ie), n_moe, name="experts.gate_up_proj_bias"),
-            Tensors("layer", (e, ie, hidden), n_moe, True, "experts.down_proj", 0),
+            Tensors("layer", (e, ie, hidden), n_moe, True, "experts.down_proj", moe_part="experts"),
             Tensors("layer", (e, hidden), n_moe, name="experts.down_proj_bias"),
         ]
     else:
         t += [
-            Tensors("layer", (e, 2 * ie, hidden), n_moe, True, "experts.gate_up_proj", 2 * peft),
-            Tensors("layer", (e, hidden, ie), n_moe, True, "experts.down_proj", int(peft)),
+            Tensors("layer", (e, 2 * ie, hidden), n_moe, True, "experts.gate_up_proj", moe_part="experts"),
+            Tensors("layer", (e, hidden, ie), n_moe, True, "experts.down_proj", moe_part="experts"),
         ]
     mlp_bias = bool(cfg.get("mlp_bias", False)) and mt == "deepseek_v2"
     prefix = "shared_expert" if mt == "qwen2_moe" else "shared_experts"
@@ -133,13 +143,13 @@ def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int, vlm: bool = False) -> 
             mlp += linear("layer", width, hidden, n, mlp_bias, True, pre + "gate_proj")
             mlp += linear("layer", width, hidden, n, mlp_bias, True, pre + "up_proj")
             mlp += linear("layer", hidden, width, n, mlp_bias, True, pre + "down_proj")
-    t += [replace(x, all_linear=0) for x in mlp] if peft else mlp
+    t += [replace(x, moe_part="mlp") if x.lora else x for x in mlp]
     if gate and n_moe:
         t += [Tensors("layer", (1, hidden), n_moe, True, "shared_expert_gate")]
     aux = number(cfg, "router_aux_loss_coef", 0.0) if cfg.get("output_router_logits") else 0.0
     adjacent = any(a and b for a, b in pairwise(kinds))
     spec = MoESpec(e, k, ie, n_moe, shared, gate, bias, aux, mt in DEEPSEEK_ROUTING, dispatch(cfg))
-    return replace(spec, routed_adjacent=adjacent), t
+    return t, replace(spec, routed_adjacent=adjacent)
 
 
 def dispatch(cfg: dict) -> str:

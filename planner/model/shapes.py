@@ -133,14 +133,17 @@ class Tensors:
     name: str = ""  # a linear's module name in transformers (q_proj, ..., GPT-2's attn.c_proj): LoRA targets
     all_linear: int = 1  # PEFT's rank multiple under target_modules="all-linear" (0: not adapted; MoE: moespec)
     tower_linear: bool = False  # an nn.Linear weight of a VLM's tower or projector (what --lora-vision adapts)
+    # an MoE decoder's "mlp" (a dense layer's or shared expert's linear), "router" or "experts": all_linear's reach
+    # there is the framework line's PEFT's (planner.frameworks.peft.reached); "" elsewhere
+    moe_part: str = ""
 
     def adapted(self, targets: str) -> bool:
         """Whether LoRA with --lora-targets `targets` adapts this weight: all-linear, attention (q/k/v/o), or a
         comma list of module names matched as PEFT matches them (the name or its dotted suffix)."""
+        if targets == "all-linear":  # a router PEFT maps is no nn.Linear, but adapted (planner.frameworks.peft)
+            return self.all_linear > 0 and (self.lora or self.moe_part == "router")
         if not self.lora:
             return False
-        if targets == "all-linear":
-            return self.all_linear > 0
         if self.experts:  # named stacked experts are PEFT's target_parameters
             return any(module_name_matches(self.name, n) for n in targets.split(",") if n.startswith("experts"))
         if self.name.startswith("router."):  # not an nn.Linear: adapted only by PEFT's all-linear (moespec)

@@ -102,13 +102,18 @@ SMALL = {
 
 @pytest.mark.parametrize(
     "name",
-    ["debug-moe", "mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "olmoe-1b-7b", "gpt-oss-20b", "glm-4.5-air"],
+    [
+        *("debug-moe", "mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "olmoe-1b-7b", "gpt-oss-20b"),
+        *("glm-4.5-air", "qwen3-next-80b-a3b"),
+    ],
 )
 @pytest.mark.parametrize("targets", ["all-linear", "attention", "q_proj,experts.down_proj"])
 def test_lora_adapter_counts_are_what_peft_builds_on_moe(name, targets):
-    """PEFT 0.21 on transformers 5.23's MoE blocks, through recipe.lora_config (what the exports and the trainer
-    pass): all-linear adapts family by family (moespec.ALL_LINEAR_EXPERTS), stacked experts named in
-    --lora-targets are target_parameters with a LoRA pair per expert."""
+    """The PEFT installed (0.22.0, constraints.txt) on transformers 5.25's MoE blocks, through recipe.lora_config (what
+    the exports and the trainer pass): all-linear adapts family by family (planner.frameworks.peft: the other PEFTs
+    and the frameworks' own lists in tests/probes/test_moe_reach.py), stacked experts named in --lora-targets are
+    target_parameters with a LoRA pair per expert. Qwen3-Next's experts were left out until stop 78 (PEFT maps its
+    family as Qwen2-MoE's; 0.21.2 adapted them too)."""
     import torch
     import transformers
     from peft import get_peft_model
@@ -119,6 +124,8 @@ def test_lora_adapter_counts_are_what_peft_builds_on_moe(name, targets):
     cfg = {**base, **{k: v for k, v in SMALL.items() if k in base}, "num_hidden_layers": 2, "num_experts_per_tok": 2}
     cfg.update({k: 4 for k in ("num_local_experts", "num_experts", "n_routed_experts") if k in base})
     cfg.update({"layer_types": base["layer_types"][:2]} if "layer_types" in base else {})
+    # Qwen3-Next: a full-attention layer every 4 (its first two linear): every 2 here, one of each
+    cfg.update({"full_attention_interval": 2} if "full_attention_interval" in base else {})
     cfg.update({"pad_token_id": 0} if "pad_token_id" in base else {})  # within the small vocabulary
     spec = from_config(cfg, name)
     with torch.device("meta"):

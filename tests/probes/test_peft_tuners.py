@@ -46,9 +46,9 @@ def _peft_model(variant: str, precision: str):
 @pytest.mark.parametrize("precision", ["bf16", "fp32"])
 def test_trained_params_buffers_and_states_are_peft_counts(variant, precision):
     """After one real CPU step (AdamW, then update_and_allocate): the trained parameters (AdaLoRA's lora_E, and on a
-    half base its ranknum made trained by autocast_adapter_dtype; VeRA's lambda_b and lambda_d), VeRA's one shared
-    vera_A/vera_B pair (fp32 on a bf16 base too), the allocator's ipt / exp_avg_ipt / exp_avg_unc, AdamW's two states:
-    the plan's terms exactly."""
+    half base at PEFT 0.21 its ranknum made trained by autocast_adapter_dtype, not at the 0.22.0 installed; VeRA's
+    lambda_b and lambda_d), VeRA's one shared vera_A/vera_B pair (fp32 on a bf16 base too), the allocator's ipt /
+    exp_avg_ipt / exp_avg_unc, AdamW's two states: the plan's terms exactly."""
     model, s = _peft_model(variant, precision)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-4)

@@ -295,6 +295,8 @@ FRAMEWORK = Framework(
     # TRL's 1.7 and 1.0 lines' terms (planner.estimate.kto_entropy; kto.py)
     kto_entropy_copy=True,
     transformers_newest=NEWEST_TRANSFORMERS,  # 0.19.0's pin (each line's: releases.py)
+    peft_newest=(0, 20, 0),  # 0.19.0's Requires-Dist peft==0.20.0 (.fwenv/axolotl's METADATA)
+    all_linear_names=True,  # lora_target_linear: loaders/adapter.py:54 find_all_linear_names (:175)
     # kept as planner.intake.settle had it (not re-read: loaders/adapter.py:174-182 names every Linear's leaf name)
     all_linear_vision=False,
     # axolotl-contribs-mit 0.0.6 (v0.14.0 .. 0.19.0's pin): MuonOptimizerFactory skips every parameter under 2-D

@@ -31,6 +31,8 @@ IDLE = (
 FRAMEWORK = Framework(
     low_rank_order="vectors-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
     transformers_newest=(5, 6, 0),  # v0.9.5 pyproject.toml:43 transformers<=5.6.0 (each line's: releases.py)
+    peft_newest=(0, 18, 1),  # v0.9.5's Requires-Dist peft<=0.18.1,>=0.18.0 (.fwenv/llamafactory's METADATA)
+    all_linear_names=True,  # lora_target all: model/model_utils/misc.py:28 find_all_linear_modules (adapter.py:206)
     name="llamafactory",
     one_process_dataparallel=True,
     image_knobs=(KEYS.key("max_pixels"), ""),  # image_max_pixels; no InternVL tile count of its own

@@ -121,6 +121,8 @@ FRAMEWORK = Framework(
     low_rank_order="targets-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
     muon_newton_schulz="compiled",  # its clone of Moonlight's toy_train Muon (optimizers/muon.py:18): @torch.compile
     transformers_newest=HALF_LOSS["4"],  # 4.6.0's Requires-Dist transformers<5.20.0 (releases.py HALF_LOSS)
+    peft_newest=(0, 20, 0),  # 4.6.0's Requires-Dist peft<0.21,>=0.11: pip's newest under it (.fwenv/ms-swift)
+    all_linear_names=True,  # all-linear: swift/utils/transformers_utils.py:178 find_all_linears (pipelines/train/tuner.py:107)
     name="swift",
     # gradient_checkpointing_enable, then enable_input_require_grads (v4.5.2 swift/trainers/mixin.py:939-941)
     input_grads=True,

@@ -1,0 +1,76 @@
+"""The PEFT a framework line runs, and what LoRA's "all linear" reaches in an MoE model there (transformers 5's stacked
+experts), which both the PEFT release and the framework's way of naming the targets decide.
+
+A line runs its newest PEFT pin (Framework.peft_newest: LLaMA-Factory 0.9.5's 0.18.1, ms-swift 4's and axolotl 0.19's
+0.20.0), else PEFT 0.22.0 where it runs transformers 5 and pins none (hf, TRL, verl, OpenRLHF, memplan's trainer:
+what a fresh install takes, constraints.txt), else (transformers 4) 0.21.2, the newest before 0.22.
+
+All linear in an MoE decoder, on transformers 5 (measured with each framework's own finder and LoraConfig in its own
+venv, r 8, tiny configs: probes/moe_reach.py, tests/probes/test_moe.py):
+- PEFT's own "all-linear" (Framework.all_linear_names False): from 0.20 PEFT maps the v4 expert names of the families
+  transformers converts (peft/utils/transformers_weight_conversion.py, _MODEL_TO_CONVERSION_PATTERN) onto the stacked
+  experts and the router (target_parameters, gate-up at twice the rank). 0.20-0.21 then leave out every MLP linear
+  sharing those names (DeepSeek's and GLM-4.5's dense first layers and shared experts); 0.22.0 keeps them and adds
+  Qwen2-MoE's own family (:44-46). Before 0.20 no expert is adapted.
+- A framework's own list of nn.Linear leaf names (LLaMA-Factory find_all_linear_modules, ms-swift find_all_linears,
+  axolotl find_all_linear_names: Framework.all_linear_names): the list names gate_proj/up_proj/down_proj only where
+  the model has an MLP nn.Linear (a dense layer or a shared expert), and then PEFT 0.20-0.21 map them onto the
+  experts and drop them as modules (DeepSeek, GLM-4.5: attention and experts alone); no router, whose transformers 5
+  class is no nn.Linear. PEFT 0.18.1 (LLaMA-Factory) maps nothing: every MLP linear, and DeepSeek-V2's router, an
+  nn.Linear in its transformers 5.6 (modeling_deepseek_v2.py:90).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+PEFT_0_22 = (0, 22, 0)
+BEFORE_0_22 = (0, 21, 2)  # the release memplan measured before 0.22.0 (verl's and OpenRLHF's venvs hold it)
+MAPS_EXPERTS = (0, 20, 0)  # the first PEFT measured mapping expert names (ms-swift's and axolotl's 0.20.0)
+# families whose experts PEFT 0.20-0.21 map (transformers' _MODEL_TO_CONVERSION_PATTERN onto mixtral / qwen2_moe);
+# 0.22.0 adds qwen2_moe itself
+MAPPED = frozenset({"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3", "glm4_moe", "qwen3_next"})
+MAPPED_0_22 = MAPPED | {"qwen2_moe"}
+LINEAR_ROUTER_0_18 = frozenset({"deepseek_v2"})  # routers an nn.Linear in LLaMA-Factory 0.9.5's transformers 5.6
+
+
+def peft_of(framework: str, release: str) -> tuple[int, ...]:
+    """The PEFT release the line `framework`@`release` runs (above)."""
+    from planner.frameworks import adapter
+    from planner.frameworks.rules import runs_transformers_5
+
+    pinned = adapter(framework, release).peft_newest
+    if pinned:
+        return pinned
+    return PEFT_0_22 if runs_transformers_5(framework, release) else BEFORE_0_22
+
+
+def _multiple(t, family: str, version: tuple[int, ...], names: bool, has_mlp: bool) -> int:
+    """The rank multiple all linear gives an MoE tensor (moe_part mlp | router | experts) at PEFT `version`."""
+    mapped = family in (MAPPED_0_22 if version >= PEFT_0_22 else MAPPED) and version >= MAPS_EXPERTS
+    if names:  # the framework's list reaches the experts only through an MLP linear's names
+        mapped = mapped and has_mlp
+    router = mapped and not names or (names and version < MAPS_EXPERTS and family in LINEAR_ROUTER_0_18)
+    experts = 2 if t.name.endswith("gate_up_proj") else 1
+    part = {"mlp": not (mapped and version < PEFT_0_22), "router": router, "experts": mapped}[t.moe_part]
+    return (experts if t.moe_part == "experts" else 1) * int(part)
+
+
+def reached_at(tensors, family: str, version: tuple[int, ...], names: bool) -> tuple:
+    """`tensors` with their MoE parts' all-linear multiples at PEFT `version` (`names`: the framework's own list)."""
+    has_mlp = any(t.moe_part == "mlp" for t in tensors)
+    return tuple(
+        replace(t, all_linear=_multiple(t, family, version, names, has_mlp)) if t.moe_part else t for t in tensors
+    )
+
+
+def reached(model, framework: str, release: str):
+    """`model` with its MoE tensors' all-linear multiples as the line's PEFT and target naming give them (a VLM's
+    language model, adapted by a pattern naming no expert, carries no moe_part: as built)."""
+    if not any(t.moe_part for t in model.tensors):
+        return model
+    from planner.frameworks import adapter
+
+    version, names = peft_of(framework, release), adapter(framework, release).all_linear_names
+    tensors = reached_at(model.tensors, model.model_type, version, names)
+    return model if tensors == tuple(model.tensors) else replace(model, tensors=tensors)
