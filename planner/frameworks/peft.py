@@ -8,8 +8,8 @@ what a fresh install takes, constraints.txt), else (transformers 4) 0.21.2, the 
 All linear in an MoE decoder, on transformers 5 (measured with each framework's own finder and LoraConfig in its own
 venv, r 8, tiny configs: probes/moe_reach.py, tests/probes/test_moe.py):
 - PEFT's own "all-linear" (Framework.all_linear_names False): from 0.20 PEFT maps the v4 expert names of the families
-  transformers converts (peft/utils/transformers_weight_conversion.py, _MODEL_TO_CONVERSION_PATTERN) onto the stacked
-  experts and the router (target_parameters, gate-up at twice the rank). 0.20-0.21 then leave out every MLP linear
+  transformers converts (peft/utils/transformers_weight_conversion.py, _MODEL_TO_CONVERSION_PATTERN; the families:
+  planner.model.moespec.PEFT_MAPS, MoESpec.peft_maps_from) onto the stacked experts and the router (target_parameters, gate-up at twice the rank). 0.20-0.21 then leave out every MLP linear
   sharing those names (DeepSeek's and GLM-4.5's dense first layers and shared experts); 0.22.0 keeps them and adds
   Qwen2-MoE's own family (:44-46). Before 0.20 no expert is adapted.
 - A framework's own list of nn.Linear leaf names (LLaMA-Factory find_all_linear_modules, ms-swift find_all_linears,
@@ -27,11 +27,6 @@ from dataclasses import replace
 PEFT_0_22 = (0, 22, 0)
 BEFORE_0_22 = (0, 21, 2)  # the release memplan measured before 0.22.0 (verl's and OpenRLHF's venvs hold it)
 MAPS_EXPERTS = (0, 20, 0)  # the first PEFT measured mapping expert names (ms-swift's and axolotl's 0.20.0)
-# families whose experts PEFT 0.20-0.21 map (transformers' _MODEL_TO_CONVERSION_PATTERN onto mixtral / qwen2_moe);
-# 0.22.0 adds qwen2_moe itself
-MAPPED = frozenset({"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3", "glm4_moe", "qwen3_next"})
-MAPPED_0_22 = MAPPED | {"qwen2_moe"}
-LINEAR_ROUTER_0_18 = frozenset({"deepseek_v2"})  # routers an nn.Linear in LLaMA-Factory 0.9.5's transformers 5.6
 
 
 def peft_of(framework: str, release: str) -> tuple[int, ...]:
@@ -45,32 +40,33 @@ def peft_of(framework: str, release: str) -> tuple[int, ...]:
     return PEFT_0_22 if runs_transformers_5(framework, release) else BEFORE_0_22
 
 
-def _multiple(t, family: str, version: tuple[int, ...], names: bool, has_mlp: bool) -> int:
-    """The rank multiple all linear gives an MoE tensor (moe_part mlp | router | experts) at PEFT `version`."""
-    mapped = family in (MAPPED_0_22 if version >= PEFT_0_22 else MAPPED) and version >= MAPS_EXPERTS
+def _multiple(t, moe, version: tuple[int, ...], names: bool, has_mlp: bool) -> int:
+    """The rank multiple all linear gives an MoE tensor (moe_part mlp | router | experts) at PEFT `version`; `moe`
+    (MoESpec) says from which PEFT the family's experts are mapped and whether its router was an nn.Linear."""
+    mapped = bool(moe.peft_maps_from) and version >= moe.peft_maps_from
     if names:  # the framework's list reaches the experts only through an MLP linear's names
         mapped = mapped and has_mlp
-    router = mapped and not names or (names and version < MAPS_EXPERTS and family in LINEAR_ROUTER_0_18)
+    router = mapped and not names or (names and version < MAPS_EXPERTS and moe.router_linear_5_6)
     experts = 2 if t.name.endswith("gate_up_proj") else 1
     part = {"mlp": not (mapped and version < PEFT_0_22), "router": router, "experts": mapped}[t.moe_part]
     return (experts if t.moe_part == "experts" else 1) * int(part)
 
 
-def reached_at(tensors, family: str, version: tuple[int, ...], names: bool) -> tuple:
+def reached_at(tensors, moe, version: tuple[int, ...], names: bool) -> tuple:
     """`tensors` with their MoE parts' all-linear multiples at PEFT `version` (`names`: the framework's own list)."""
     has_mlp = any(t.moe_part == "mlp" for t in tensors)
     return tuple(
-        replace(t, all_linear=_multiple(t, family, version, names, has_mlp)) if t.moe_part else t for t in tensors
+        replace(t, all_linear=_multiple(t, moe, version, names, has_mlp)) if t.moe_part else t for t in tensors
     )
 
 
 def reached(model, framework: str, release: str):
     """`model` with its MoE tensors' all-linear multiples as the line's PEFT and target naming give them (a VLM's
     language model, adapted by a pattern naming no expert, carries no moe_part: as built)."""
-    if not any(t.moe_part for t in model.tensors):
+    if model.text.moe is None or not any(t.moe_part for t in model.tensors):
         return model
     from planner.frameworks import adapter
 
     version, names = peft_of(framework, release), adapter(framework, release).all_linear_names
-    tensors = reached_at(model.tensors, model.model_type, version, names)
+    tensors = reached_at(model.tensors, model.text.moe, version, names)
     return model if tensors == tuple(model.tensors) else replace(model, tensors=tensors)

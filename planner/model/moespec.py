@@ -38,6 +38,13 @@ ALL_LINEAR_EXPERTS = {"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_
 # :352-353 mlp_only_layers and decoder_sparse_step, transformers 5.25). PEFT's all-linear adapts no expert there
 # (the VLM's LoRA targets are a pattern over the language model's nn.Linear modules: lora_targets.peft_target_modules).
 # GLM-4.5V's is GLM-4.5's without q/k norms (glm4v.py); Qwen3-Omni's thinker's is Qwen3-MoE's (qwen3omni.py).
+# The families whose v4 expert names PEFT maps onto the stacked experts and router (transformers 5.25
+# conversion_mapping._MODEL_TO_CONVERSION_PATTERN onto mixtral / qwen2_moe, which PEFT's
+# utils/transformers_weight_conversion.py reads), from the first PEFT measured doing it: 0.20.0 (ms-swift's and
+# axolotl's venvs), Qwen2-MoE's own from 0.22.0 (:44-46). planner.frameworks.peft decides each line's reach.
+PEFT_MAPS = {f: (0, 20, 0) for f in ("mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3", "glm4_moe")}
+PEFT_MAPS |= {"qwen3_next": (0, 20, 0), "qwen2_moe": (0, 22, 0)}
+ROUTER_LINEAR_5_6 = ("deepseek_v2",)  # transformers 5.6 modeling_deepseek_v2.py:90: self.gate = nn.Linear(...)
 LAYOUT = {"qwen3_vl_moe_text": "qwen3_moe", "glm4v_moe_text": "glm4_moe", "qwen3_omni_moe_text": "qwen3_moe"}
 DISPATCHES = ("grouped_mm", "eager")  # transformers 5.23's default (get_correct_experts_implementation), its fallback
 
@@ -61,6 +68,9 @@ class MoESpec:
     # two routed layers run back to back somewhere (False: none does, as where routed and dense layers alternate,
     # Llama-4 Maverick's interleave_moe_layer_step 2): the largest two adjacent FSDP units (planner.estimate.fsdp)
     routed_adjacent: bool = True
+    # the first PEFT that maps the family's v4 expert names onto its stacked experts and router (PEFT_MAPS); () none
+    peft_maps_from: tuple[int, ...] = ()
+    router_linear_5_6: bool = False  # its router an nn.Linear in transformers 5.6 (LLaMA-Factory 0.9.5's)
 
 
 @dataclass(frozen=True)
@@ -101,7 +111,8 @@ def moe_mlp(
     t, spec = _moe_tensors(cfg, LAYOUT.get(mt, mt), hidden, layers, mt in ALL_LINEAR_EXPERTS and not vlm)
     if vlm:
         return spec, [replace(x, moe_part="", all_linear=int(x.moe_part not in ("router", "experts"))) for x in t]
-    return spec, list(reached_at(t, family or mt, PEFT_0_22, names=False))
+    spec = replace(spec, peft_maps_from=PEFT_MAPS.get(family or mt, ()), router_linear_5_6=mt in ROUTER_LINEAR_5_6)
+    return spec, list(reached_at(t, spec, PEFT_0_22, names=False))
 
 
 def _moe_tensors(cfg: dict, mt: str, hidden: int, layers: int, peft: bool) -> tuple[list[Tensors], MoESpec]:

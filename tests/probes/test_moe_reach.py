@@ -60,5 +60,5 @@ def test_all_linear_reaches_what_each_frameworks_own_finder_and_peft_adapt(env, 
     version = tuple(int(x) for x in got["peft"].split(".")[:3])
     for name in NAMES:
         spec = from_config(small(name), name)
-        spec = replace(spec, tensors=reached_at(spec.tensors, spec.model_type, version, names))
+        spec = replace(spec, tensors=reached_at(spec.tensors, spec.text.moe, version, names))
         assert spec.lora_params(8, "all-linear") == got["trained"][name], (name, got["peft"])
