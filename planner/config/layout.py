@@ -14,7 +14,7 @@ from planner.config import spec_freeze
 from planner.config.release import prompts_error
 from planner.config.roles import check_groups
 from planner.config.spec import OPTIMIZER_IN_BACKWARD_SPLIT, Knobs
-from planner.config.spec_lora import experts_dropout_error, oft_model_error
+from planner.config.spec_lora import experts_dropout_error, oft_model_error, pattern_tower_error
 from planner.config.spec_lora_ends import ends_model_error
 from planner.config.spec_rules import projection_model_error
 from planner.config.workload import Workload
@@ -114,7 +114,7 @@ class Layout:
                 "attention",
             )
         oft = oft_model_error(k, self.spec) or projection_model_error(k, self.spec) or ends_model_error(k, self.spec)
-        oft = oft or experts_dropout_error(k, self.spec)
+        oft = oft or experts_dropout_error(k, self.spec) or pattern_tower_error(k, self.spec)
         return oft or self.expert_error(k.expert_parallel) or self.parallel_error(k) or self.framework_error(k)
 
     def where(self, micro_batch: int | None = None, grad_accum: int | None = None) -> Where:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from planner.config.knobfields import CT_QUANTS, KnobFields
 from planner.config.spec_lora_ends import ends_rules
 from planner.errors import BadInput
+from planner.frameworks import adapter
 from planner.frameworks.memory import DROPOUT_KEPT_BY_FLAG
-from planner.frameworks.peft import reached
+from planner.frameworks.peft import PEFT_0_22, peft_of, reached
 
 
 def _plain_base(k: KnobFields) -> tuple[tuple[bool, str], ...]:
@@ -192,6 +193,27 @@ def experts_dropout_error(k, spec) -> BadInput | None:
         "here): PEFT's ParamWrapper refuses any dropout there (get_peft_model raises); give --lora-dropout 0, or "
         "--lora-targets without the experts",
         "lora_dropout",
+    )
+
+
+def pattern_tower_error(k, spec) -> BadInput | None:
+    """A VLM whose language model memplan adapts by a pattern of names, in a family PEFT maps (GLM-4.5V:
+    planner.model.moespec.PATTERN_MAPS): from PEFT 0.22 the MoE conversion resolves the pattern to bare leaf names
+    (peft 0.22.0 utils/transformers_weight_conversion.py:356-408), which also match the vision tower's and merger's
+    gate/up/down_proj (measured, GLM-4.5V cut to two layers: 631,296 adapter parameters there, the plan keeps the
+    tower frozen). Where the line hands PEFT that pattern and targets an MLP name: refused in one line."""
+    moe = spec.text.moe if spec is not None else None
+    if not k.lora_rank or moe is None or not moe.pattern or spec.vision is None:
+        return None
+    if adapter(k.framework, k.release).all_linear_names or peft_of(k.framework, k.release) < PEFT_0_22:
+        return None
+    if not any(t.moe_part == "mlp" and t.adapted(k.lora_targets) for t in spec.tensors):
+        return None
+    return BadInput(
+        f"--lora-targets {k.lora_targets} on {spec.name} with PEFT 0.22: its MoE target conversion turns the "
+        "language model's pattern into bare module names, which also adapt the vision tower's and merger's MLP "
+        "(the plan keeps them frozen); give --lora-targets attention (q/k/v/o name no tower module)",
+        "lora_targets",
     )
 
 

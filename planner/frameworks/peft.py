@@ -43,7 +43,10 @@ def peft_of(framework: str, release: str) -> tuple[int, ...]:
 def _multiple(t, moe, version: tuple[int, ...], names: bool, has_mlp: bool) -> int:
     """The rank multiple all linear gives an MoE tensor (moe_part mlp | router | experts) at PEFT `version`; `moe`
     (MoESpec) says from which PEFT the family's experts are mapped and whether its router was an nn.Linear."""
-    mapped = bool(moe.peft_maps_from) and version >= moe.peft_maps_from
+    # a VLM's language model (moe.pattern): memplan's pattern is mapped as a list of its names; a framework's own
+    # VLM list was not measured (no expert, as planned before)
+    mapped = bool(moe.peft_maps_from) and version >= moe.peft_maps_from and not (moe.pattern and names)
+    names = names or moe.pattern
     if names:  # the framework's list reaches the experts only through an MLP linear's names
         mapped = mapped and has_mlp
     router = mapped and not names or (names and version < MAPS_EXPERTS and moe.router_linear_5_6)

@@ -44,6 +44,11 @@ ALL_LINEAR_EXPERTS = {"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_
 # axolotl's venvs), Qwen2-MoE's own from 0.22.0 (:44-46). planner.frameworks.peft decides each line's reach.
 PEFT_MAPS = {f: (0, 20, 0) for f in ("mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3", "glm4_moe")}
 PEFT_MAPS |= {"qwen3_next": (0, 20, 0), "qwen2_moe": (0, 22, 0)}
+# VLMs transformers maps so (glm4v_moe, qwen3_omni_moe: conversion_mapping.py), whose language model memplan adapts by
+# a pattern of its module names (planner.model.lora_targets): PEFT maps the MLP names the pattern spells onto the
+# experts, as it maps a framework's own list (planner.frameworks.peft, `names`). GLM-4.5V on PEFT 0.21.2 (a two-layer
+# cut): attention and experts; Qwen3-Omni's pattern spells no MLP name (attention alone).
+PATTERN_MAPS = {"glm4v_moe_text": (0, 20, 0), "qwen3_omni_moe_text": (0, 20, 0)}
 ROUTER_LINEAR_5_6 = ("deepseek_v2",)  # transformers 5.6 modeling_deepseek_v2.py:90: self.gate = nn.Linear(...)
 LAYOUT = {"qwen3_vl_moe_text": "qwen3_moe", "glm4v_moe_text": "glm4_moe", "qwen3_omni_moe_text": "qwen3_moe"}
 DISPATCHES = ("grouped_mm", "eager")  # transformers 5.23's default (get_correct_experts_implementation), its fallback
@@ -71,6 +76,7 @@ class MoESpec:
     # the first PEFT that maps the family's v4 expert names onto its stacked experts and router (PEFT_MAPS); () none
     peft_maps_from: tuple[int, ...] = ()
     router_linear_5_6: bool = False  # its router an nn.Linear in transformers 5.6 (LLaMA-Factory 0.9.5's)
+    pattern: bool = False  # a VLM's language model, adapted by a pattern of names (PATTERN_MAPS)
 
 
 @dataclass(frozen=True)
@@ -111,7 +117,9 @@ def moe_mlp(
     t, spec = _moe_tensors(cfg, LAYOUT.get(mt, mt), hidden, layers, mt in ALL_LINEAR_EXPERTS and not vlm)
     if vlm:
         return spec, [replace(x, moe_part="", all_linear=int(x.moe_part not in ("router", "experts"))) for x in t]
-    spec = replace(spec, peft_maps_from=PEFT_MAPS.get(family or mt, ()), router_linear_5_6=mt in ROUTER_LINEAR_5_6)
+    key = family or mt
+    maps = PEFT_MAPS.get(key) or PATTERN_MAPS.get(key, ())
+    spec = replace(spec, peft_maps_from=maps, router_linear_5_6=mt in ROUTER_LINEAR_5_6, pattern=key in PATTERN_MAPS)
     return spec, list(reached_at(t, spec, PEFT_0_22, names=False))
 
 

@@ -84,6 +84,7 @@ KEYS = Table(
     Key("entropy", "actor.entropy_coef", renames=_flat("entropy_loss_coef")),
     Key("lora_rank", "ds.lora.rank", renames=_flat("lora_rank")),
     Key("lora_alpha", "ds.lora.alpha", renames=_flat("lora_alpha")),  # v0.10.1 train_ppo_ray.py:358
+    Key("lora_targets", "ds.lora.target_modules", renames=_flat("target_modules")),  # nargs="*": reader_flags
     Key("max_tokens_per_gpu", "train.max_tokens_per_gpu", 16192, f"{T}:380", renames=_flat("train_max_tokens_per_gpu")),
     Key("logprob_max_tokens_per_gpu", "rollout.max_tokens_per_gpu", renames=_flat("rollout_max_tokens_per_gpu")),
     Key(

@@ -17,6 +17,7 @@ from planner.frameworks.openrlhf.reader_flags import (  # noqa: F401 - release_h
     attention,
     dotted,
     get,
+    lora_targets,
     on,
     precision,
     refuse_parallel_groups,
@@ -223,6 +224,7 @@ def read_launched(c: Collector, run) -> None:
     (planner.frameworks.openrlhf.reader_ppo)."""
     flags, _ = parse_flags(run.args, run.command.path)
     refuse_parallel_groups(c, flags)  # every line and fork: AutoTP and ring attention
+    lora_targets(c, flags)
     if run.target == "openrlhf.cli.train_ppo":
         world.read(c, run)
         return read_old_ppo(c, flags, run.command.path)

@@ -132,6 +132,36 @@ def refuse_parallel_groups(c: Collector, flags: dict[str, Flag]) -> None:
                 c.number(field, 1, f"{f.source} ({name} off)", f"--{key}")
 
 
+# --ds.lora.target_modules (0.11.2 cli/train_sft.py:260), --target_modules before 0.10.2 (v0.10.1 :230, v0.8.9 :215):
+# argparse nargs="*" with the string default "all-linear", handed to LoraConfig as given (models/actor.py:180-187)
+TARGETS = ("ds.lora.target_modules", "target_modules")
+RANKS = ("ds.lora.rank", "lora_rank")
+
+
+def lora_targets(c: Collector, flags: dict[str, Flag]) -> None:
+    """The modules OpenRLHF's LoRA adapts (TARGETS), read as --lora-targets where --lora_rank is above 0. `all-linear`
+    typed out arrives as the list ['all-linear'], which PEFT does not expand (the shorthand is a string:
+    peft/tuners/tuners_utils.py _maybe_include_all_linear_layers): get_peft_model raises NoMatchingPeftModuleError
+    (measured in OpenRLHF 0.11.2's venv, PEFT 0.21.2), refused in one line; without LoRA a note."""
+    for key in TARGETS:
+        f = flags.get(key)
+        if f is None:
+            continue
+        words = [str(w) for w in (f.value if isinstance(f.value, list) else [f.value])]
+        rank = next((as_int(one(flags[r].value)) for r in RANKS if r in flags), 0) or 0
+        if rank <= 0:
+            c.note(f"{f.source} (no LoRA: --{RANKS[0] if key == TARGETS[0] else RANKS[1]} is 0 or unset)")
+        elif any(w.lower() == "all-linear" for w in words):
+            raise BadInput(
+                f"{f.source}: OpenRLHF hands --{key} to PEFT as a list (argparse nargs='*', cli/train_sft.py:260), "
+                "and PEFT expands all-linear only as a string: get_peft_model raises NoMatchingPeftModuleError; "
+                f"leave --{key} out (its default is all-linear) or name the modules",
+                "lora_targets",
+            )
+        else:
+            c.set("lora_targets", ",".join(words), f.source, f"--{key}")
+
+
 def release_hint(flags: dict[str, Flag], module: str | None = None) -> tuple[str, str, tuple[str, ...]] | None:
     """(the release line, why, the lines the flags allow) a flat flag names (OLD: 0.10.1 and before), else None
     (planner.intake.releases): --flash_attn only 0.8.9 and before took (v0.8.9 cli/train_ppo_ray.py:282), the flat

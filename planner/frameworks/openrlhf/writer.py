@@ -17,6 +17,7 @@ from planner.config.spec import Goal, Hardware, Plan
 from planner.frameworks import check_plan
 from planner.frameworks.openrlhf.keys import KEYS
 from planner.model import catalog
+from planner.model.lora_targets import peft_target_modules
 from planner.model.modelspec import ModelSpec
 
 VERSION = "openrlhf 0.11.2"
@@ -76,7 +77,7 @@ def dpo_script(
     ]
     flags += [flag("policy_checkpointing")] if plan.checkpointing == "full" else []
     flags += [flag("offload")] if plan.offload == "optimizer" else []
-    flags += [flag("lora_rank", plan.lora_rank), flag("lora_alpha", 2 * plan.lora_rank)] if plan.lora_rank else []
+    flags += lora_flags(plan, model, flag)
     flags = [f for f in flags if f]  # 0.8.x's switches off write nothing
     lines = ["#!/bin/bash", headline(plan, hw), " ".join(launcher) + f" --module {module} \\"]
     lines += [f"    {f}" + (" \\" if i < len(flags) - 1 else "") for i, f in enumerate(flags)]
@@ -101,7 +102,7 @@ def headline(plan: Plan, hw: Hardware) -> str:
 
 def script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
     check(plan)
-    flags = role_flags(plan, model, hw) + batch_flags(plan) + memory_flags(plan)
+    flags = role_flags(plan, model, hw) + batch_flags(plan) + memory_flags(plan) + lora_flags(plan, model, at(plan))
     lines = [
         "#!/bin/bash",
         headline(plan, hw),
@@ -232,9 +233,21 @@ def memory_flags(plan: Plan) -> list[str]:
         out.append(flag("vllm_sleep"))
     if r.rollout_eager:
         out.append(flag("rollout_eager"))
-    if plan.lora_rank:
-        out += [flag("lora_rank", plan.lora_rank), flag("lora_alpha", 2 * plan.lora_rank)]
     return [f for f in out if f]  # 0.8.x's switches off write nothing
+
+
+def lora_flags(plan: Plan, model: ModelSpec, flag) -> list[str]:
+    """LoRA's rank and alpha; where the plan adapts other than all linear (OpenRLHF's default: 0.11.2
+    cli/train_sft.py:260) its modules by name, space-separated (nargs="*"; all-linear itself is never written: a typed
+    one reaches PEFT as a list it does not expand, planner.frameworks.openrlhf.reader_flags.lora_targets)."""
+    if not plan.lora_rank:
+        return []
+    out = [flag("lora_rank", plan.lora_rank), flag("lora_alpha", 2 * plan.lora_rank)]
+    if plan.lora_targets != "all-linear":
+        have = {t.name for t in model.tensors if t.lora}
+        names = [n for n in peft_target_modules(plan.lora_targets) or [] if n in have]
+        out.append(flag("lora_targets", " ".join(names)))
+    return out
 
 
 def at(plan: Plan):

@@ -136,6 +136,7 @@ def read_teacher(c: Collector, f: dict[str, Flag], near, missing: str) -> None:
     """GKD's and OPD-RL's teacher: --teacher_model (found offline as the model is; `missing`: what the plan does
     without one it cannot find), the student itself with its adapter disabled where the teacher is the model under
     LoRA (rlhf_args.py:409-412), --teacher_deepspeed's placement; a teacher server or offloaded teacher a note."""
+    ds, placed_teacher = f.get("teacher_deepspeed"), False
     if "teacher_model" in f:
         name, src = str(one(f["teacher_model"].value)), f["teacher_model"].source
         same = "model" in f and name == str(one(f["model"].value))
@@ -149,12 +150,13 @@ def read_teacher(c: Collector, f: dict[str, Flag], near, missing: str) -> None:
             c.note(f"{src} ({name} not found offline: pass its config.json; {missing})")
         else:
             c.set("workload.teacher_model", found.ref, f"{src} ({found.how})", "--teacher_model")
-            ds = f.get("teacher_deepspeed")
-            placed = TEACHER_DS.get(str(one(ds.value))) if ds is not None else None
+            placed, placed_teacher = TEACHER_DS.get(str(one(ds.value))) if ds is not None else None, True
             if placed:
                 c.set("workload.teacher_sharding", placed, ds.source, "--teacher_deepspeed")
             elif ds is not None:
                 c.note(f"{ds.source} (a teacher DeepSpeed file is not read: its weights planned as the student's are)")
+    if ds is not None and not placed_teacher:  # no second model planned: nothing for it to place
+        c.note(f"{ds.source} (no teacher model planned here, so no teacher to place)")
     for key in ("teacher_model_server", "offload_teacher_model"):
         if key in f:
             c.note(f"{f[key].source} (--{key} is not planned yet: planned with the teacher resident on the GPUs)")

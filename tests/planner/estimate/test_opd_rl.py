@@ -86,3 +86,15 @@ def test_a_zero3_teachers_pass_holds_its_gathered_layers():
         phase = phase_terms(s, CAP, breakdown(s, CAP))["teacher-logps"]["forward_transient_bytes"]
         assert phase == teacher + gkd.teacher_gathered_bytes(s)
         assert (gkd.teacher_gathered_bytes(s) > 0) == gathers
+
+
+def test_a_teacher_deepspeed_with_no_teacher_planned_says_so(tmp_path):
+    """--teacher_deepspeed where no second model is planned (GKD's teacher the student itself with its adapter
+    disabled, rlhf_args.py:409-412) is a `not planned:` line, never dropped without one."""
+    script = tmp_path / "gkd.sh"
+    script.write_text(
+        "swift rlhf --rlhf_type gkd --model Qwen/Qwen2.5-7B-Instruct --teacher_model Qwen/Qwen2.5-7B-Instruct "
+        "--tuner_type lora --teacher_deepspeed zero3 --dataset d.jsonl --max_length 2048\n"
+    )
+    unplanned = " ".join(str(u) for u in intake.read([str(script)]).unplanned)
+    assert "--teacher_deepspeed zero3 (no teacher model planned here" in unplanned, unplanned

@@ -59,6 +59,15 @@ CASES = {
         },
         "dpo": {"micro_batch": 2, "grad_accum": 2, "zero_stage": 3, "workload": {"kind": "dpo", "max_length": 2048}},
         "sft": {"micro_batch": 2, "grad_accum": 4, "zero_stage": 2, "seq_len": 2048, "workload": {"kind": "sft"}},
+        # LoRA on named modules: --ds.lora.target_modules q_proj v_proj (nargs="*"), through train_sft's parser
+        "sft_lora": {
+            "micro_batch": 2,
+            "grad_accum": 4,
+            "seq_len": 2048,
+            "lora_rank": 8,
+            "lora_targets": "q_proj,v_proj",
+            "workload": {"kind": "sft"},
+        },
         "ppo_groups": {
             "micro_batch": 4,
             "grad_accum": 2,
@@ -107,6 +116,22 @@ def test_verl_writes_the_log_prob_micro_batches_and_reads_them_back(tmp_path):
     assert keys[a + "ref.log_prob_micro_batch_size_per_gpu"] == keys[a + "actor.ppo_micro_batch_size_per_gpu"] == "2"
     roles = intake.read([str(path)]).request["workload"]["roles"]
     assert (roles["logprob_micro_batch"], roles["ref_logprob_micro_batch"]) == (8, 2)
+
+
+@pytest.mark.parametrize("targets,flag", [("q_proj,v_proj", "q_proj v_proj"), ("all-linear", None)])
+def test_openrlhf_writes_lora_targets_by_name_and_reads_them_back(tmp_path, targets, flag):
+    """OpenRLHF's --ds.lora.target_modules is nargs="*" with the string default all-linear: named modules are written
+    space-separated and read back; all-linear is left to the default, and typed out it is refused in one line (PEFT
+    gets ['all-linear'], a list it does not expand: NoMatchingPeftModuleError)."""
+    _, path = written("openrlhf", "sft_lora", tmp_path, lora_targets=targets)
+    text = path.read_text()
+    assert (f"--ds.lora.target_modules {flag}" in text) if flag else "target_modules" not in text
+    if flag:
+        assert intake.read([str(path)]).request["lora_targets"] == targets
+        return
+    path.write_text(text.replace("--ds.lora.rank 8", "--ds.lora.rank 8 --ds.lora.target_modules all-linear"))
+    with pytest.raises(BadInput, match="expands all-linear only as a string"):
+        intake.read([str(path)])
 
 
 def test_verl_writes_the_references_own_budget_and_reads_it_back(tmp_path):

@@ -1,6 +1,7 @@
-"""A VLM's LoRA targets (planner.model.lora_targets.peft_target_modules): PEFT 0.21 applied to a small Qwen2.5-VL and
-InternVL built from their catalog configs adapts exactly the language model's linears the plan counts, and the
-planned adapter parameters equal PEFT's, where a bare all-linear would adapt the vision tower and projector too."""
+"""A VLM's LoRA targets (planner.model.lora_targets.peft_target_modules): PEFT (0.22.0, constraints.txt) applied to
+a small Qwen2.5-VL and InternVL built from their catalog configs adapts exactly the language model's linears the plan
+counts, and the planned adapter parameters equal PEFT's, where a bare all-linear would adapt the vision tower and
+projector too."""
 
 import pytest
 
@@ -111,3 +112,33 @@ def test_internvl_with_routed_experts_counts_and_adapts_as_built(text_type, targ
         )
     _, count = adapted(cfg, peft_target_modules(targets, spec), peft_target_parameters(targets))
     assert count == spec.lora_params(8, targets)
+
+
+def test_glm45v_experts_are_reached_by_the_pattern_and_the_tower_too_from_peft_022():
+    """GLM-4.5V's language model adapted by memplan's pattern, in a family PEFT maps (moespec.PATTERN_MAPS): PEFT
+    0.22.0 (constraints.txt) maps the MLP names the pattern spells onto the stacked experts, which the plan counts
+    (attention, dense and shared MLPs, experts: 20,973,056 at rank 8 on the two-layer cut; PEFT 0.21.2 drops the MLPs:
+    20,480,000, planner.frameworks.peft), and its leaf names reach the tower's and merger's MLP too (631,296), which
+    the plan keeps frozen: refused in one line on the lines that hand PEFT the pattern."""
+    from planner import advise
+    from planner.errors import BadInput
+
+    cfg = small("glm-4.5v")
+    spec = from_config(cfg, "glm-4.5v")
+    conf = transformers.AutoConfig.for_model(cfg["model_type"], **{k: v for k, v in cfg.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(conf)
+    lora = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=peft_target_modules("all-linear", spec)))
+    counts = {"tower": 0, "text": 0}
+    for n, p in lora.named_parameters():
+        if ".lora_" in n:
+            counts["tower" if ".visual." in n else "text"] += p.numel()
+    assert counts["text"] == spec.lora_params(8, "all-linear") == 20_973_056
+    assert counts["tower"] == 631_296
+    body = {"model": "glm-4.5v", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1, "seq_len": 2048}
+    with pytest.raises(BadInput, match="also adapt the vision tower's and merger's MLP"):
+        advise.check(advise.parse(advise.CheckRequest, {**body, "lora_rank": 16, "zero_stage": 3}))
+    ok = advise.check(
+        advise.parse(advise.CheckRequest, {**body, "lora_rank": 16, "zero_stage": 3, "lora_targets": "attention"})
+    )
+    assert ok.plan.lora_targets == "attention"
