@@ -89,6 +89,8 @@ LoraVariant = Literal["lora", "dora", "oft", "boft", "adalora", "vera", "adapter
 # embed_tokens: its lora.Embedding; lm_head: a lora.Linear whose lora_B writes a vocabulary-wide output a token):
 # planner.estimate.lora_ends
 LoraEnds = Literal["none", "embed", "head", "both"]
+# the PEFT releases memplan measured where PEFT's release changes memory (planner.frameworks.peft.VERSIONS)
+PeftRelease = Literal["line", "0.18", "0.20", "0.21", "0.22"]
 # compressed-tensors' weight-only schemes planned (planner.estimate.quant): llm-compressor's W4A16 at groups of 128
 # (its preset), 64 or 32, W8A16 (8-bit, one scale a row), both in 128 x 128 blocks, all pack-quantized; and FP8
 # (e4m3) weights, float-quantized, one scale a row or a 128 x 128 block: (type, num_bits, scale: a group's size, None a
@@ -264,6 +266,14 @@ class KnobFields(BaseModel):
             "LoRA on the input embedding (embed), the output head (head) or both, beside --lora-targets' linears "
             "(PEFT's target_modules naming embed_tokens and lm_head: ms-swift's `all-linear embed_tokens lm_head`, "
             "torchtune's apply_lora_to_output); the head's adapter writes a vocabulary-wide output a token"
+        ),
+    )
+    peft_release: PeftRelease = Field(
+        default="line",
+        description=(
+            "the PEFT release LoRA runs under: line (the framework line's own pin, else 0.22 on transformers 5) or one "
+            "memplan measured (a peft pin beside the files sets it); it decides what all-linear reaches in an MoE "
+            "model, a merge's copies and AdaLoRA's ranknum (planner.frameworks.peft)"
         ),
     )
     lora_variant: LoraVariant = Field(

@@ -275,6 +275,7 @@ class Plan(KnobFields, _Split):
             else "",
             "trained embeddings" if self.lora_train_embeddings else "",
             "whole-model load" if self.fsdp_load == "whole" else "",
+            f"PEFT {self.peft_release}" if self.peft_release != "line" and self.lora_rank else "",
             {
                 "embed": "LoRA on the embedding",
                 "head": "LoRA on the head",

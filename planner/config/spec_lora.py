@@ -185,7 +185,7 @@ def experts_dropout_error(k, spec) -> BadInput | None:
     --lora-dropout above 0 is refused in one line."""
     if not k.lora_rank or k.lora_dropout <= 0 or spec is None or k.lora_variant != "lora":
         return None
-    model = reached(spec, k.framework, k.release) if k.lora_targets == "all-linear" else spec
+    model = reached(spec, k.framework, k.release, k.peft_release) if k.lora_targets == "all-linear" else spec
     if not any(t.experts and t.adapted(k.lora_targets) for t in model.tensors):
         return None
     return BadInput(
@@ -205,7 +205,7 @@ def pattern_tower_error(k, spec) -> BadInput | None:
     moe = spec.text.moe if spec is not None else None
     if not k.lora_rank or moe is None or not moe.pattern or spec.vision is None:
         return None
-    if adapter(k.framework, k.release).all_linear_names or peft_of(k.framework, k.release) < PEFT_0_22:
+    if adapter(k.framework, k.release).all_linear_names or peft_of(k.framework, k.release, k.peft_release) < PEFT_0_22:
         return None
     if not any(t.moe_part == "mlp" and t.adapted(k.lora_targets) for t in spec.tensors):
         return None

@@ -24,8 +24,8 @@ def trains_ranknum_at(version: tuple[int, ...]) -> bool:
 
 
 def merge_copies(knobs) -> int:
-    return merge_copies_at(peft_of(knobs.framework, knobs.release))
+    return merge_copies_at(peft_of(knobs.framework, knobs.release, knobs.peft_release))
 
 
 def trains_ranknum(knobs) -> bool:
-    return trains_ranknum_at(peft_of(knobs.framework, knobs.release))
+    return trains_ranknum_at(peft_of(knobs.framework, knobs.release, knobs.peft_release))

@@ -38,7 +38,7 @@ class Setup:
     def __post_init__(self):  # the model the task trains: a score head or none in place of the vocabulary head, and
         model = task_model(self.model, self.knobs.task, self.knobs.num_labels, value_head_rm(self.knobs))
         if self.knobs.lora_rank and self.knobs.lora_targets == "all-linear":  # an MoE's reach is the line's PEFT's
-            model = reached(model, self.knobs.framework, self.knobs.release)
+            model = reached(model, self.knobs.framework, self.knobs.release, self.knobs.peft_release)
         object.__setattr__(self, "model", expanded_model(model, self.knobs))  # ms-swift's LLaMA-Pro blocks
 
     @classmethod

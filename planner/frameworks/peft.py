@@ -29,8 +29,14 @@ BEFORE_0_22 = (0, 21, 2)  # the release memplan measured before 0.22.0 (verl's a
 MAPS_EXPERTS = (0, 20, 0)  # the first PEFT measured mapping expert names (ms-swift's and axolotl's 0.20.0)
 
 
-def peft_of(framework: str, release: str) -> tuple[int, ...]:
-    """The PEFT release the line `framework`@`release` runs (above)."""
+# the releases --peft-release names (Knobs.peft_release), each measured (tests/probes/test_moe_reach.py)
+VERSIONS = {"0.18": (0, 18, 1), "0.20": (0, 20, 0), "0.21": BEFORE_0_22, "0.22": PEFT_0_22}
+
+
+def peft_of(framework: str, release: str, asked: str = "line") -> tuple[int, ...]:
+    """The PEFT release the line `framework`@`release` runs (above), or the one `asked` (--peft-release)."""
+    if asked in VERSIONS:
+        return VERSIONS[asked]
     from planner.frameworks import adapter
     from planner.frameworks.rules import runs_transformers_5
 
@@ -63,13 +69,13 @@ def reached_at(tensors, moe, version: tuple[int, ...], names: bool) -> tuple:
     )
 
 
-def reached(model, framework: str, release: str):
+def reached(model, framework: str, release: str, asked: str = "line"):
     """`model` with its MoE tensors' all-linear multiples as the line's PEFT and target naming give them (a VLM's
     language model, adapted by a pattern naming no expert, carries no moe_part: as built)."""
     if model.text.moe is None or not any(t.moe_part for t in model.tensors):
         return model
     from planner.frameworks import adapter
 
-    version, names = peft_of(framework, release), adapter(framework, release).all_linear_names
+    version, names = peft_of(framework, release, asked), adapter(framework, release).all_linear_names
     tensors = reached_at(model.tensors, model.text.moe, version, names)
     return model if tensors == tuple(model.tensors) else replace(model, tensors=tensors)

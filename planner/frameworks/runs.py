@@ -9,9 +9,9 @@ from functools import cached_property
 
 from planner.frameworks.rules import Rule, Where, kind
 
-# knobs no framework decides: the routing imbalance the plan assumes and the allocator's environment variable, and the
-# framework's own name and release
-NEUTRAL = ("expert_imbalance", "expandable_segments", "framework", "release")
+# knobs no framework decides: the routing imbalance the plan assumes and the allocator's environment variable, the
+# framework's own name and release, and the PEFT release under it (a pin beside the files; requirements.txt writes it)
+NEUTRAL = ("expert_imbalance", "expandable_segments", "framework", "release", "peft_release")
 # every knob and its declared default, in the declaration's order: planner.config.knobfields fills it when it is
 # imported (the declaration stands above the frameworks, which name no knob list of their own)
 KNOB_DEFAULTS: dict[str, object] = {}

@@ -23,7 +23,9 @@ PACKAGES = {name: fw.package for name, fw in FRAMEWORKS.items() if fw.package}
 # a package's older name -> its name (Framework.package_aliases: LLaMA-Factory's llmtuner)
 ALIASES = {a: fw.package for fw in FRAMEWORKS.values() if fw.package for a in fw.package_aliases}
 # a package's name as a pin writes it ("ms-swift" or "ms_swift")
-_NAMES = "|".join(re.escape(p).replace("\\-", "[-_]") for p in (*PACKAGES.values(), *ALIASES))
+# the libraries under a framework whose pin a plan reads too: PEFT (Knobs.peft_release, planner.intake.peft_pin)
+LIBRARIES = ("peft",)
+_NAMES = "|".join(re.escape(p).replace("\\-", "[-_]") for p in (*PACKAGES.values(), *ALIASES, *LIBRARIES))
 _PIN = re.compile(
     rf"""(?mi)(?:^|["'\s,\[])(?:-\s*)?(?P<name>{_NAMES})\s*(?:\[[^\]]*\])?\s*"""
     r"""(?:===|==|~=|>=|=|\s@\s[^\n"']*?@v?)\s*v?(?P<version>\d+(?:\.\d+)*)"""

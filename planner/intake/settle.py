@@ -12,7 +12,7 @@ from planner.config import zerobuckets
 from planner.config.knobfields import KnobFields
 from planner.errors import BadInput
 from planner.frameworks import BUNDLED, FRAMEWORKS, adapter
-from planner.intake import line_defaults, modelconfig, models
+from planner.intake import line_defaults, modelconfig, models, peft_pin
 from planner.intake.collect import Collector, assumption
 from planner.intake.releases import transformers_read
 from planner.model.catalog import checkpoints
@@ -32,6 +32,7 @@ def finish(c: Collector) -> None:
     _hsdp(c)
     _unplannable(c)
     _split_world(c)
+    peft_pin.read(c)
     _framework(c)
     line_defaults.restate(c)  # an older line's defaults that are the newest's, said so
 

@@ -14,6 +14,7 @@ does from its config's fsdp_version (accelerate 1.8.1 utils/launch.py:309)."""
 from __future__ import annotations
 
 from planner.frameworks import FRAMEWORKS
+from planner.frameworks.peft import VERSIONS
 
 VERSION = "FSDP_VERSION"  # read back by accelerate.reader.read_env_version (a writer imports no reader)
 RESHARD = "FSDP_RESHARD_AFTER_FORWARD"
@@ -72,8 +73,8 @@ TRANSFORMERS_PARALLELISM = "transformers>=4.56.0"
 
 def requirements(plan) -> str:
     """The requirement lines beside the package's pin: accelerate's FSDP2 for the plans fsdp_env names, its
-    ParallelismConfig for an HSDP or context-parallel plan, and transformers 4.56 for a sequence- or context-parallel
-    plan of a framework whose pin names another package (TRL)."""
+    ParallelismConfig for an HSDP or context-parallel plan, transformers 4.56 for a sequence- or context-parallel
+    plan of a framework whose pin names another package (TRL), and the PEFT a LoRA plan's --peft-release names."""
     fw = FRAMEWORKS.get(plan.framework)
     lines = (
         [TRANSFORMERS_PARALLELISM] if splits_sequence(plan) and fw is not None and fw.package != "transformers" else []
@@ -81,4 +82,6 @@ def requirements(plan) -> str:
     if fsdp_env(plan):
         mesh = plan.fsdp == "hybrid" or plan.context_parallel > 1
         lines.append(ACCELERATE_HSDP if mesh else ACCELERATE_FSDP2)
+    if plan.lora_rank and plan.peft_release in VERSIONS:  # the PEFT the plan was made for (--peft-release)
+        lines.append("peft==" + ".".join(map(str, VERSIONS[plan.peft_release])))
     return "".join(f"{line}\n" for line in lines)
