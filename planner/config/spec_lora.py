@@ -10,6 +10,7 @@ from planner.errors import BadInput
 from planner.frameworks import adapter
 from planner.frameworks.memory import DROPOUT_KEPT_BY_FLAG
 from planner.frameworks.peft import PEFT_0_22, peft_of, reached
+from planner.frameworks.rules import runs_transformers_5
 
 
 def _plain_base(k: KnobFields) -> tuple[tuple[bool, str], ...]:
@@ -184,6 +185,8 @@ def experts_dropout_error(k, spec) -> BadInput | None:
     reach the experts (all-linear as the line's PEFT and target list reach them: planner.frameworks.peft) with
     --lora-dropout above 0 is refused in one line."""
     if not k.lora_rank or k.lora_dropout <= 0 or spec is None or k.lora_variant != "lora":
+        return None
+    if not runs_transformers_5(k.framework, k.release):  # transformers 4: each expert's nn.Linear, no ParamWrapper
         return None
     model = reached(spec, k.framework, k.release, k.peft_release) if k.lora_targets == "all-linear" else spec
     if not any(t.experts and t.adapted(k.lora_targets) for t in model.tensors):

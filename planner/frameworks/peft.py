@@ -1,9 +1,10 @@
 """The PEFT a framework line runs, and what LoRA's "all linear" reaches in an MoE model there (transformers 5's stacked
 experts), which both the PEFT release and the framework's way of naming the targets decide.
 
-A line runs its newest PEFT pin (Framework.peft_newest: LLaMA-Factory 0.9.5's 0.18.1, ms-swift 4's and axolotl 0.19's
-0.20.0), else PEFT 0.22.0 where it runs transformers 5 and pins none (hf, TRL, verl, OpenRLHF, memplan's trainer:
-what a fresh install takes, constraints.txt), else (transformers 4) 0.21.2, the newest before 0.22.
+A line on transformers 5 runs its newest PEFT pin (Framework.peft_newest: LLaMA-Factory 0.9.5's 0.18.1, ms-swift 4's
+and axolotl 0.19's 0.20.0), else PEFT 0.22.0 (hf, TRL, verl, OpenRLHF, memplan's trainer: what a fresh install takes,
+constraints.txt); a line on transformers 4 0.21.2, the newest before 0.22, where its experts and router are nn.Linear
+modules every all-linear reaches (reached). --peft-release names another (VERSIONS).
 
 All linear in an MoE decoder, on transformers 5 (measured with each framework's own finder and LoraConfig in its own
 venv, r 8, tiny configs: probes/moe_reach.py, tests/probes/test_moe.py):
@@ -40,10 +41,9 @@ def peft_of(framework: str, release: str, asked: str = "line") -> tuple[int, ...
     from planner.frameworks import adapter
     from planner.frameworks.rules import runs_transformers_5
 
-    pinned = adapter(framework, release).peft_newest
-    if pinned:
-        return pinned
-    return PEFT_0_22 if runs_transformers_5(framework, release) else BEFORE_0_22
+    if not runs_transformers_5(framework, release):
+        return BEFORE_0_22
+    return adapter(framework, release).peft_newest or PEFT_0_22
 
 
 def _multiple(t, moe, version: tuple[int, ...], names: bool, has_mlp: bool) -> int:
@@ -75,7 +75,13 @@ def reached(model, framework: str, release: str, asked: str = "line"):
     if model.text.moe is None or not any(t.moe_part for t in model.tensors):
         return model
     from planner.frameworks import adapter
+    from planner.frameworks.rules import runs_transformers_5
 
-    version, names = peft_of(framework, release, asked), adapter(framework, release).all_linear_names
+    if asked == "line" and not runs_transformers_5(framework, release):
+        # transformers 4 builds each expert's projections and the router as nn.Linear modules: any all-linear (PEFT's
+        # or a framework's list) reaches them all, as PEFT 0.22's own all-linear reaches the stacked ones
+        version, names = PEFT_0_22, False
+    else:
+        version, names = peft_of(framework, release, asked), adapter(framework, release).all_linear_names
     tensors = reached_at(model.tensors, model.text.moe, version, names)
     return model if tensors == tuple(model.tensors) else replace(model, tensors=tensors)
