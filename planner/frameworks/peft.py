@@ -70,8 +70,9 @@ def reached_at(tensors, moe, version: tuple[int, ...], names: bool) -> tuple:
 
 
 def reached(model, framework: str, release: str, asked: str = "line"):
-    """`model` with its MoE tensors' all-linear multiples as the line's PEFT and target naming give them (a VLM's
-    language model, adapted by a pattern naming no expert, carries no moe_part: as built)."""
+    """`model` with its MoE tensors' all-linear multiples as the line's PEFT and target naming give them. A VLM's
+    language model built as one (moespec.moe_mlp's vlm: a pattern that no PEFT maps) carries no moe_part and stays as
+    built; GLM-4.5V's and Qwen3-Omni's carry MoESpec.pattern (moespec.PATTERN_MAPS)."""
     if model.text.moe is None or not any(t.moe_part for t in model.tensors):
         return model
     from planner.frameworks import adapter
