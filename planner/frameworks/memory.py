@@ -68,9 +68,9 @@ class Memory:
     # planner.estimate.loss_dtype.half_loss); () where unsaid: the transformers memplan reads (an fp32 loss). A release
     # line keeps the newest's value unless its Release.adapter says its own (Framework.at): say () where it pins none
     transformers_newest: tuple[int, ...] = ()
-    # the newest PEFT the line pins, where PEFT's release changes memory (planner.estimate.peft_release); () where it
+    # the newest PEFT the line pins, where PEFT's release changes memory (planner.frameworks.peft.peft_of); () where it
     # pins none: the newest PEFT, 0.22.0 (constraints.txt). A release line keeps the newest's value unless its
-    # Release.adapter says its own (Framework.at); lines on transformers 4 predate PEFT 0.22 (peft_release.peft_of)
+    # Release.adapter says its own (Framework.at); read on transformers-5 lines alone (peft_of)
     peft_newest: tuple[int, ...] = ()
     # its "all linear" LoRA is its own list of nn.Linear leaf names handed to PEFT, not PEFT's "all-linear": what
     # that reaches in an MoE model differs (planner.frameworks.peft)

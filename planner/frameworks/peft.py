@@ -24,6 +24,7 @@ venv, r 8, tiny configs: probes/moe_reach.py, tests/probes/test_moe.py):
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 PEFT_0_22 = (0, 22, 0)
 BEFORE_0_22 = (0, 21, 2)  # the release memplan measured before 0.22.0 (verl's and OpenRLHF's venvs hold it)
@@ -69,6 +70,7 @@ def reached_at(tensors, moe, version: tuple[int, ...], names: bool) -> tuple:
     )
 
 
+@lru_cache(maxsize=256)  # a pure function of hashable arguments, asked by every Setup of a LoRA plan
 def reached(model, framework: str, release: str, asked: str = "line"):
     """`model` with its MoE tensors' all-linear multiples as the line's PEFT and target naming give them. A VLM's
     language model built as one (moespec.moe_mlp's vlm: a pattern that no PEFT maps) carries no moe_part and stays as

@@ -8,15 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.frameworks.peft import VERSIONS
+from planner.frameworks.reading import version_of
 from planner.intake.collect import Collector
 from planner.intake.pins import pins
 
 
 def knob_of(version: str) -> str | None:
     """The --peft-release value a pinned `version` plans as, or None where memplan measured none at or below it."""
-    try:
-        v = tuple(int(x) for x in version.split(".")[:3])
-    except ValueError:
+    v = version_of(version)
+    if v is None:
         return None
     below = [name for name, measured in VERSIONS.items() if measured[:2] <= v[:2]]
     return max(below, key=lambda n: VERSIONS[n]) if below else None
