@@ -92,6 +92,9 @@ def breakdown_table(p: Plan) -> Table:
     if not p.workload.rl and p.loss == "standard":  # a framework's own SFT head (planner.estimate.temp_terms)
         head = SFT_HEADS.get(adapter(p.framework, p.release).sft_head, head)
     head = "whole logits, ms-swift 3.2-3.6's VLM scoring" if "whole_logits_bytes" in m.detail else head
+    head = "ms-swift's log-probs over the kept logits" if "swift_logps_bytes" in m.detail else head
+    if "swift_logps_bytes" in m.detail and p.sequence_parallel > 1:
+        head = "ms-swift's log-probs over the rank's slice's logits"
     head = "student and teacher logits, generalized JSD" if p.workload.kind == "gkd" else head  # planner.estimate.gkd
     head = f"{p.task} head" if p.task in ("seq-cls", "reranker", "embedding") else head  # planner.estimate.heads
     if value_head_rm(p):

@@ -201,10 +201,12 @@ class Layout:
 
     def sequence_error(self, k: Knobs, field: str) -> BadInput | None:
         """Each rank gets an equal slice; ring attention's load balancing cuts 2 x CP chunks (accelerate pads to
-        cp_size x 2)."""
+        cp_size x 2). GRPO's rows, a prompt and a completion of any length, are padded to a multiple of the ranks by
+        the framework that splits them (ms-swift 4.6.0 swift/sequence_parallel/sequence_parallel.py:385-396), so
+        their slice is planned rounded up (planner.estimate.parallel.local_seq)."""
         sp, cp = k.sequence_parallel, k.context_parallel
         chunks = sp * cp * (2 if cp > 1 else 1)
-        if self.seq_len is None or self.seq_len % chunks == 0:
+        if self.seq_len is None or self.seq_len % chunks == 0 or k.workload.generates:
             return None
         up = -(-self.seq_len // chunks) * chunks
         return BadInput(

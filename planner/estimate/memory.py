@@ -48,6 +48,7 @@ from planner.estimate.temp_terms import (
     last_layer_activations_bytes,
     last_layer_temp_bytes,
     logits_loss_bytes,
+    swift_logps,
     whole_logits,
 )
 
@@ -118,6 +119,7 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, ...] |
         "gradient_buffers_bytes": buckets,
         "logits_loss_bytes": logits_loss_bytes(s),
         **({"whole_logits_bytes": logits_loss_bytes(s)} if whole_logits(s) else {}),  # render's name for the head
+        **({"swift_logps_bytes": logits_loss_bytes(s)} if swift_logps(s) else {}),
         **(tower_detail(s, tower) if tower is not None and phases[phase] is tower else {}),
         "saved_activations_bytes": acts,
         "zero3_live_params_bytes": zero.zero3_live_params_bytes(s),

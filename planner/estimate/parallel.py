@@ -62,8 +62,9 @@ def _split_model(m: ModelSpec, tp: int) -> ModelSpec:
 
 
 def local_seq(s: Setup) -> int:
-    """Tokens of a row on one rank outside attention: the sequence over sequence x context parallel."""
-    return s.seq_len // (s.knobs.sequence_parallel * s.knobs.context_parallel)
+    """Tokens of a row on one rank outside attention: the sequence over sequence x context parallel, rounded up
+    (a GRPO row padded to a multiple of the ranks, planner.config.layout.Layout.sequence_error; other rows divide)."""
+    return -(-s.seq_len // (s.knobs.sequence_parallel * s.knobs.context_parallel))
 
 
 def view(s: Setup) -> Setup:

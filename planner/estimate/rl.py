@@ -50,7 +50,7 @@ from planner.estimate.overheads import terms as overhead_terms
 from planner.estimate.parallel import view as rank_view
 from planner.estimate.setup import Setup
 from planner.estimate.vision import tower_knob
-from planner.frameworks import adapter
+from planner.frameworks import FRAMEWORKS, adapter
 
 
 def logprob_forward_bytes(s: Setup, rows: int) -> int:
@@ -58,6 +58,15 @@ def logprob_forward_bytes(s: Setup, rows: int) -> int:
     t, w, c = s.model.text, s.knobs.workload, compute_dtype_bytes(s)
     n = rows * w.scored_tokens()
     return c * n * t.hidden + c * min(n, recipe_terms.TRL_TOKEN_CHUNK) * recipe_terms.TRL_VOCAB_CHUNK + 16 * n
+
+
+def computes_old_logps(s: Setup) -> bool:
+    """The old policy's no-grad log-prob pass: TRL's rule (Workload.computes_old_logps), or every generation batch
+    where the framework's GRPO always runs it (Framework.grpo_old_logps: ms-swift from v3.11.0)."""
+    w, k = s.knobs.workload, s.knobs
+    if w.computes_old_logps(s.grad_accum):
+        return True
+    return w.kind == "grpo" and k.framework in FRAMEWORKS and adapter(k.framework, k.release).grpo_old_logps == "always"
 
 
 def reference_params_bytes(s: Setup) -> int:
@@ -110,6 +119,10 @@ def logps_pass_terms(s: Setup, rows_kept: bool = False) -> dict[str, int]:
         head = role_heads.logprob_pass_head_bytes(rows * width, t.vocab, compute_dtype_bytes(s), False, upcast=True)
     elif fp32_logps.scores_fp32(s):  # LLaMA-Factory's DPO and KTO: the whole logits cast to fp32
         head = fp32_logps.nograd_pass_bytes(rows * width, t.vocab, compute_dtype_bytes(s), rows_kept)
+    elif swift := temp_terms.swift_logps(s):  # ms-swift 4's own log-probs: the kept logits, or the rank's slice's
+        c, upcast = compute_dtype_bytes(s), recipe_terms.swift_logits_upcast(s.knobs)
+        tokens = width if swift == "slice" else min(width, s.knobs.workload.scored_tokens())
+        head = recipe_terms.swift_logps_bytes(rows, tokens, t.vocab, c, upcast, False, swift == "slice")
     elif temp_terms.whole_logits(s):  # ms-swift 3.2-3.6 on a multimodal model: the same moment without gradients
         scored, profile = min(width, s.knobs.workload.scored_tokens()), activation_terms.text_shape(s)[3]
         head = recipe_terms.whole_logits_logps_bytes(t, rows, width, scored, profile)
@@ -158,7 +171,7 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             out["reference-forward"] = (
                 ref_in_step.in_step_terms(s, resident, ref_pass) if in_step else {**between, **ref_pass}
             )
-        if w.computes_old_logps(s.grad_accum):
+        if computes_old_logps(s):
             out["old-logps"] = {**between, **logps_pass_terms(s)}
         if w.teacher_model:  # OPD-RL: the teacher's no-grad log-prob pass beside them (Framework.grpo_teacher)
             teacher = logps_pass_terms(replace(s, model=gkd.teacher_of(s)))
@@ -318,7 +331,7 @@ def gkd_generation_seconds(s: Setup, hw: Hardware) -> float:
 def logps_seconds(s: Setup, hw: Hardware) -> float:
     """The reference model's (and GRPO's old policy's, KTO's KL batch's) forward: 2 x params FLOPs per token."""
     w = s.knobs.workload
-    passes = int(w.has_reference(s.lora) or (w.beta > 0 and s.lora)) + int(w.computes_old_logps(s.grad_accum))
+    passes = int(w.has_reference(s.lora) or (w.beta > 0 and s.lora)) + int(computes_old_logps(s))
     if w.kind == "kto":  # the policy's KL pass; the reference (or the adapter-less policy) scores KL and rows
         passes = 1 + (0 if w.precompute_ref_log_probs else 2)
     tokens = w.rows(s.micro_batch) * rank_view(s).seq_len  # DPO under Ulysses: the rank's slice

@@ -55,6 +55,18 @@ def whole_logits(s: Setup) -> bool:
     return adapter(k.framework, k.release).vlm_logprobs == "whole"
 
 
+def swift_logps(s: Setup) -> str:
+    """How a GRPO step's tokens are scored where the framework's release scores them itself (Framework.grpo_logprobs
+    "swift", ms-swift's 4 line): "kept", the model's logits over the completion; "slice", under sequence parallel,
+    the logits of every token of the rank's slice; "" elsewhere (recipe_terms.swift_logps_bytes)."""
+    k = s.knobs
+    if k.workload.kind != "grpo" or k.framework not in FRAMEWORKS:
+        return ""
+    if adapter(k.framework, k.release).grpo_logprobs != "swift":
+        return ""
+    return "slice" if k.sequence_parallel > 1 else "kept"
+
+
 def kto_entropy_bytes(s: Setup) -> int:
     """TRL v1.7.0 .. v1.9.0's KTO at its entropy metric, just before backward (Framework.kto_entropy_copy,
     planner.estimate.kto_entropy), every activation saved; 0 where the release does not run it."""
@@ -98,6 +110,10 @@ def _logits_loss_bytes(s: Setup) -> int:
         return role_heads.update_head_bytes(rows * width, t.vocab, t.hidden, c, entropy, head_grad, up)
     if w.kind == "gkd":  # both models' logits and the generalized JSD's temporaries
         return gkd.loss_bytes(s, rows)
+    if swift := swift_logps(s):  # ms-swift 4's GRPO: its own log-probs (the kept logits, or the rank's slice's)
+        tokens = width if swift == "slice" else min(width, w.scored_tokens())
+        c, upcast = act.saved_dtype_bytes(p)[1], recipe_terms.swift_logits_upcast(s.knobs)
+        return recipe_terms.swift_logps_bytes(rows, tokens, t.vocab, c, upcast, True, swift == "slice")
     if whole_logits(s):  # ms-swift 3.2-3.6's GRPO on a multimodal model
         return recipe_terms.whole_logits_logps_bytes(t, rows, width, min(width, w.scored_tokens()), p)
     if fp32_logps.scores_fp32(s):  # LLaMA-Factory's DPO and KTO: one log_softmax over the fp32 logits

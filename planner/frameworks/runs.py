@@ -26,6 +26,7 @@ KTO_WHY = {
     "packed": "its KTO runs its rows and their KL rows padded",
     "sequence_parallel": "its KTO keeps every row whole on each rank (no sequence parallel)",
 }
+GRPO_SP_WHY = "its GRPO keeps every completion whole on each rank (no sequence parallel)"
 # torch's optimizers and bitsandbytes', which every framework on transformers' Trainer runs; GaLore, APOLLO and Muon
 # (planner.estimate.matrix_optim) are listed by the frameworks that run them, in their own folders
 TORCH_OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit")
@@ -85,6 +86,10 @@ class Runs:
     # the same for its KTO: the rows and the KL batch's rows packed (each batch one row), or split over ranks
     kto_runs: dict[str, str] = field(default_factory=dict)
     kto_why: dict[str, str] = field(default_factory=dict)
+    # its GRPO (one trainer, planner.estimate.rl) under Ulysses sequence parallel, with where it was read; "" refuses
+    # it, saying `grpo_sp_why` (GRPO_SP_WHY where its module says no more)
+    grpo_sp: str = ""
+    grpo_sp_why: str = ""
     # where its collator pads each micro-batch to that batch's longest row, not to the length the files set, which is
     # then a cap (rows shorter cost less: check --config says the longest rows that fit where the cap does not);
     # "" where every row costs the length (padded to it) or the user's own script decides
@@ -134,8 +139,15 @@ class Runs:
 
     def dpo_refusal(self, knobs: dict) -> tuple[str, str] | None:
         """(field, one line) where a DPO or KTO plan packs its rows or splits them over ranks and this framework's DPO
-        or KTO (at this release line) does not (`dpo_runs`, `kto_runs`), else None."""
+        or KTO (at this release line) does not (`dpo_runs`, `kto_runs`), or a GRPO plan splits them and its GRPO does
+        not (`grpo_sp`), else None."""
         workload = kind(knobs)
+        if workload == "grpo" and knobs.get("sequence_parallel", 1) > 1 and not self.grpo_sp:
+            why = self.grpo_sp_why or GRPO_SP_WHY
+            return (
+                "sequence_parallel",
+                f"--framework {self.name} ({self.label}) cannot run --sequence-parallel with --workload grpo: {why}",
+            )
         if workload not in ("dpo", "kto"):
             return None
         runs = self.dpo_runs if workload == "dpo" else self.kto_runs

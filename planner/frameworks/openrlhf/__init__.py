@@ -228,6 +228,8 @@ FRAMEWORK = Framework(
     package="openrlhf",  # its pinned version decides the release (planner.intake.releases)
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="OpenRLHF (Ray PPO/GRPO, DPO, SFT)",
+    # its ring attention (--ring_attn_size) splits a role's rows: not planned yet
+    grpo_sp_why="its roles split over ranks (--ring_attn_size) are not planned yet",
     role_engine=ROLES,
     # train_sft's and train_dpo's collators pad a micro-batch to its longest row, so --max_len is a cap (PPO's rows are
     # the rollout's: not a capped length)

@@ -16,7 +16,13 @@ from planner.frameworks.base import (
     transformers_5_quant,
 )
 from planner.frameworks.rl import RoleEngine
-from planner.frameworks.rules import VLM_LORA_ENDS, hf_ppo_rules, stacked_experts_prequant, torchao_line_rules
+from planner.frameworks.rules import (
+    VLM_LORA_ENDS,
+    hf_ppo_rules,
+    kind,
+    stacked_experts_prequant,
+    torchao_line_rules,
+)
 from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_ONE_STATE, TRANSFORMERS_TORCHAO
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.releases import HALF_LOSS, KTO_NO_SP, RELEASES
@@ -261,6 +267,12 @@ FRAMEWORK = Framework(
     # KTO padding-free (its rows one packed row, its KL rows another: template/base.py:1884-1893), no Ulysses for it
     kto_runs={"packed": "swift/arguments/rlhf_args.py:710-717 (padding_free/packing: grpo, dpo, kto, gkd)"},
     kto_why={"sequence_parallel": KTO_NO_SP},
+    # GRPO under --sequence_parallel_size (rlhf_args.py:719-725): each rank scores its slice of every completion
+    # from the slice's whole logits (rlhf_trainers/grpo_trainer.py:1470-1494, planner.estimate.temp_terms.
+    # whole_logits), and runs S micro-steps for each (:152-153: the SP group's ranks share their rows)
+    grpo_sp="swift/arguments/rlhf_args.py:719-725; rlhf_trainers/grpo_trainer.py:152-153, 1470-1494",
+    grpo_old_logps="always",  # rlhf_trainers/grpo_trainer.py:760-763
+    grpo_logprobs="swift",  # rlhf_trainers/grpo_trainer.py:1564-1600 (planner.estimate.temp_terms.swift_logps)
     pads_per_batch=(  # padding_to is LongLoRA's alone (refused: planner.intake.tuners), so --max_length is a cap
         "ms-swift pads each micro-batch to its longest row: v4.5.2 swift/trainers/mixin.py:151-153 (padding_to "
         "None but for LongLoRA), swift/template/base.py:2005-2018, :2198-2211 (torch's pad_sequence)"
@@ -281,6 +293,16 @@ FRAMEWORK = Framework(
         transformers_5_quant("swift"),  # ms-swift 4 on transformers 5: no compressed-tensors or HQQ base
         peft_fp8_quant("ms-swift", "requirements/framework.txt: v3.10.3 <0.18, v4.0.0 <0.19"),
         stacked_experts_prequant("swift"),
+        Rule(  # the accumulation its GRPO runs under sequence parallel is the flag's x S (reader_rl.grpo_split_steps)
+            "grad_accum",
+            lambda k, w: (
+                f"GRPO under --sequence_parallel_size {k['sequence_parallel']} runs --gradient_accumulation_steps x "
+                f"{k['sequence_parallel']} micro-steps (rlhf_trainers/grpo_trainer.py:152-153): an accumulation of "
+                f"{w.grad_accum} is not one"
+            ),
+            lambda k, w: kind(k) == "grpo" and k["sequence_parallel"] > 1 and w.grad_accum % k["sequence_parallel"],
+            scope="split",
+        ),
         Rule(
             "loss",
             "--loss chunked is CELOSS_PARALLEL_SIZE, which chunks its loss under --sequence_parallel_size only "

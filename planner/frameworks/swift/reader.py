@@ -113,6 +113,7 @@ def read(
         },
     )
     swiftenv.sp_padded(c)  # a row's tokens padded to a multiple of the sequence-parallel ranks
+    swiftrl.grpo_split_steps(c, kind)  # GRPO's micro-steps under sequence parallel
 
 
 def _tuner(c: Collector, f: dict[str, Flag], near: Path) -> bool:

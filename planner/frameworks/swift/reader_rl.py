@@ -250,3 +250,23 @@ def _mode(c: Collector, f: dict[str, Flag]) -> str:
         "--vllm_mode",
     )
     return mode
+
+
+def grpo_split_steps(c: Collector, kind: str) -> None:
+    """GRPO under --sequence_parallel_size S: the trainer multiplies the gradient accumulation by S (v4.6.0
+    swift/rlhf_trainers/grpo_trainer.py:152-153; v3.8.0 trainers/sequence_parallel/ulysses.py:355), because the S
+    ranks of a group share their rows, and feeds each generation batch to steps_per_generation x S micro-steps
+    (rollout_mixin.py:308-330): memplan's accumulation and steps per generation count the micro-steps that run, so
+    the global batch (micro x accumulation x world / S) is the files' micro x accumulation x world."""
+    sp = c.get("sequence_parallel")
+    if kind != "grpo" or not isinstance(sp, int) or sp < 2:
+        return
+    for field, cite in (
+        ("grad_accum", "rlhf_trainers/grpo_trainer.py:152-153"),
+        ("workload.steps_per_generation", "rlhf_trainers/rollout_mixin.py:328-330"),
+    ):
+        s = c.setting(field)
+        if s is None or not isinstance(s.value, int):
+            continue
+        why = f"{s.source} (x sequence_parallel_size {sp}: GRPO's ranks of a group share their rows, {cite})"
+        c.set(field, s.value * sp, why, s.key)

@@ -79,6 +79,15 @@ KTO_39 = {
     "kto_why": {"sequence_parallel": KTO_NO_SP},
 }
 NO_DPO_SPLITS = {"dpo_runs": {}, "dpo_why": dict.fromkeys(("packed", "sequence_parallel"), DPO_36), **KTO_38}
+# GRPO under sequence parallel (Framework.grpo_sp) is planned at the 4 line, read at 4.6.0: 3.5-3.6 patch Ulysses in
+# (v3.5.0 swift/trainers/sequence_parallel/ulysses.py:146-160) and 3.7-3.12 score only the completion's tail of the
+# slice's logits (v3.8.0 trainers/sequence_parallel/utils.py:554-576), a head memplan does not plan
+GRPO_SP_4 = (
+    "ms-swift 3.x's GRPO under sequence parallel (from v3.5.0, trainers/sequence_parallel/) is not planned; the 4 "
+    "line's is (give --framework swift@4)"
+)
+# and their log-probs as they were planned before the 4 line's were read (Framework.grpo_logprobs): not re-read yet
+OLD_GRPO = {"grpo_sp": "", "grpo_sp_why": GRPO_SP_4, "grpo_old_logps": "aligned", "grpo_logprobs": "recipe"}
 PER_MICRO_STEP = Default(
     1, "ms-swift v3.3.0 keeps trl 0.16's GRPOTrainer._prepare_inputs (trl 0.16.1 trainer/grpo_trainer.py:643-651)"
 )
@@ -128,6 +137,10 @@ def _late_3(name: str, source: str, kto: dict, optimizer: Default, transformers:
             "transformers_newest": transformers[1],
             "gkd_vllm": since >= (3, 9),
             "grpo_teacher": False,  # OPD-RL came in v4.4.0
+            **OLD_GRPO,
+            # the old policy's pass every generation from v3.11.0 (v3.11.0 trainers/rlhf_trainer/grpo_trainer.py:
+            # 845-846; v3.10.0 :815-817 asked old_policy()): the 3.9 line (3.9-3.12) read the hungrier way
+            **({"grpo_old_logps": "always"} if since >= (3, 9) else {}),
             **kto,
             **TOWER_HOOK,
         },
@@ -168,6 +181,7 @@ RELEASES = (
         adapter={
             "gkd_vllm": False,  # GKD's vLLM rollout came in v3.10.0
             "grpo_teacher": False,  # OPD-RL came in v4.4.0
+            **OLD_GRPO,
             "tower_sdpa": "masked-3d",
             **NO_DPO_SPLITS,
             "transformers_newest": (),
@@ -201,6 +215,7 @@ RELEASES = (
         adapter={
             "gkd_vllm": False,  # GKD's vLLM rollout came in v3.10.0
             "grpo_teacher": False,  # OPD-RL came in v4.4.0
+            **OLD_GRPO,
             "tower_sdpa": "masked-3d",
             "vlm_logprobs": WHOLE_LOGITS,
             **NO_DPO_SPLITS,
@@ -231,6 +246,7 @@ RELEASES = (
         adapter={
             "gkd_vllm": False,  # GKD's vLLM rollout came in v3.10.0
             "grpo_teacher": False,  # OPD-RL came in v4.4.0
+            **OLD_GRPO,
             "tower_sdpa": "masked-3d",
             "vlm_logprobs": WHOLE_LOGITS,
             "grpo_reference": "in-step",

@@ -144,6 +144,11 @@ def word(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def split_steps(plan: Plan) -> int:
+    """GRPO under sequence parallel S runs S micro-steps for each the flags count (reader_rl.grpo_split_steps)."""
+    return plan.sequence_parallel if plan.workload.kind == "grpo" else 1
+
+
 def flag_list(plan: Plan, model: ModelSpec, seq_len: int, procs: int = 1) -> list[Flag]:
     k = KEYS.pair
     out: list[Flag] = [k("model", loaded(model).path)]
@@ -153,7 +158,7 @@ def flag_list(plan: Plan, model: ModelSpec, seq_len: int, procs: int = 1) -> lis
     out += [
         k("attention", plan.attention),
         k("micro_batch", plan.micro_batch),
-        k("grad_accum", plan.grad_accum),  # swift's default differs (a total batch of 16)
+        k("grad_accum", plan.grad_accum // split_steps(plan)),  # swift's default differs (a total batch of 16)
         *([k("eval_batch", plan.eval_batch)] if plan.eval_batch else []),
         k("checkpointing", plan.checkpointing == "full" and plan.fsdp == "off"),
         *([k("vit_checkpointing", False)] if plan.vit_checkpointing == "off" else []),
@@ -371,7 +376,7 @@ def vllm_flags(plan: Plan, procs: int) -> list[Flag]:
     if w.generation == "vllm-colocate" and w.roles.sleep_level:
         out.append(k("workload.roles.sleep_level", w.roles.sleep_level))
     if w.steps_per_generation is not None:
-        out.append(k("workload.steps_per_generation", w.steps_per_generation))
+        out.append(k("workload.steps_per_generation", w.steps_per_generation // split_steps(plan)))
     if w.roles.move_model_batches is not None:
         out.append(k("workload.roles.move_model_batches", w.roles.move_model_batches))
     return out

@@ -166,6 +166,8 @@ FRAMEWORK = Framework(
     ),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="verl sft_trainer and main_ppo",
+    # its actor's Ulysses (actor_rollout_ref.actor.ulysses_sequence_parallel_size) splits a role: not planned yet
+    grpo_sp_why="its roles split over ranks (ulysses_sequence_parallel_size) are not planned yet",
     role_engine=ROLES,
     version="verl 0.9.1",
     package="verl",  # its pinned version decides the release (planner.intake.releases)

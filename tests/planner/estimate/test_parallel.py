@@ -164,7 +164,12 @@ def test_the_layout_refuses_what_the_split_cannot_run(layout, knobs, needle):
         ({"tensor_parallel": 2, "framework": "deepspeed", "zero_stage": 3}, "give --zero 1 or 2"),
         ({"context_parallel": 2, "framework": "axolotl"}, "needs --attention flash"),
         ({"sequence_parallel": 2, "framework": "llamafactory"}, "cannot run --sequence-parallel on"),
-        ({"sequence_parallel": 2, "workload": {"kind": "grpo"}}, "not planned yet"),
+        ({"tensor_parallel": 2, "workload": {"kind": "grpo"}, "fsdp": "full"}, "not planned yet"),
+        ({"sequence_parallel": 2, "workload": {"kind": "grpo"}}, "cannot run --sequence-parallel with --workload grpo"),
+        (
+            {"sequence_parallel": 2, "workload": {"kind": "grpo"}, "framework": "verl", "fsdp": "full"},
+            "not planned yet",
+        ),
     ],
 )
 def test_the_knob_rules_refuse_in_one_line(fields, needle):

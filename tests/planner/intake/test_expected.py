@@ -226,6 +226,31 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
         },
         [],
     ),
+    # GRPO under Ulysses: each --gradient_accumulation_steps is S micro-steps (grpo_trainer.py:152-153), the global
+    # batch (micro x accum x world / S) the files' 4 x 8 x 8 = 256 and 8 x 2 x 2 = 32 completions
+    f"{SW}/train/sequence_parallel/sequence_parallel_grpo.sh": (
+        "swift",
+        {
+            "micro_batch": 4,
+            "grad_accum": 32,
+            "gpus_per_node": 8,
+            "sequence_parallel": 4,
+            "zero_stage": 3,
+            "workload": {"kind": "grpo", "num_generations": 32, "generation": "vllm-colocate"},
+        },
+        ["--padding_free true"],
+    ),
+    f"{SW}/train/grpo/internal/fipo.sh": (
+        "swift",
+        {
+            "micro_batch": 8,
+            "grad_accum": 4,
+            "gpus_per_node": 2,
+            "sequence_parallel": 2,
+            "workload": {"kind": "grpo", "num_generations": 8, "num_iterations": 3, "beta": 0.0},
+        },
+        ["swift rollout runs a rollout server"],
+    ),
     f"{SW}/train/multi-node/ray/sft.yaml": (  # use_ray: one worker a rank of the `default` group
         "swift",
         {"gpus_per_node": 4, "nodes": 1, "zero_stage": 3, "micro_batch": 1, "grad_accum": 8},
