@@ -54,6 +54,12 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--lmbda", type=number("--lmbda"), default=None, help="gkd: share of on-policy steps (default 0.5)")
     p.add_argument("--jsd-beta", type=number("--jsd-beta"), default=None, help="gkd: the JSD's beta (default 0.5)")
+    p.add_argument(
+        "--chord-sft-batch",
+        type=positive_int("--chord-sft-batch"),
+        default=None,
+        help="grpo: CHORD's SFT rows a device each micro-step (ms-swift's --chord_sft_per_device_train_batch_size)",
+    )
     add_role_args(p)
 
 

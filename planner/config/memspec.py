@@ -59,6 +59,7 @@ class MemoryBreakdown(BaseModel):
         "kl-forward",
         "teacher-forward",
         "teacher-logps",
+        "chord-sft",
         "rollout",
         "weight-sync",
         "reward-scoring",

@@ -89,6 +89,8 @@ def run_rules(k: KnobFields) -> None:
             + " or ".join(frameworks_with("grpo_teacher")),
             "teacher_model",
         )
+    if k.workload.chord_sft_batch:
+        chord_rules(k)
     if k.workload.kind == "grpo" and k.workload.num_generations < 2 and not one_sample_groups(k) and not opd:
         raise BadInput(
             f"--num-generations {k.workload.num_generations}: GRPO compares 2 or more completions of a prompt",
@@ -162,6 +164,23 @@ def deepspeed_rules(k: KnobFields) -> None:
         raise BadInput(
             "--precision bf16-pure runs without DeepSpeed (--zero 0); DeepSpeed keeps fp32 master weights",
             "precision",
+        )
+
+
+def chord_rules(k: KnobFields) -> None:
+    """CHORD's SFT rows (workload.chord_sft_batch): a framework whose GRPO takes them, on whole rows."""
+    if not adapter(k.framework, k.release).grpo_chord:
+        raise BadInput(
+            f"--chord-sft-batch: {k.framework}'s GRPO takes no CHORD SFT rows (ms-swift's, from v3.9.0): give "
+            "--framework " + " or ".join(frameworks_with("grpo_chord")),
+            "chord_sft_batch",
+        )
+    if k.sequence_parallel > 1:  # rlhf_trainers/utils.py:1651-1658, trainers/utils.py:202-217
+        raise BadInput(
+            "--chord-sft-batch with --sequence-parallel: ms-swift's CHORD loss calls the model without "
+            "sequence_parallel.prepare_inputs and scores the rows' labels whole (rlhf_trainers/utils.py:1651-1658, "
+            "trainers/utils.py:202-217): not planned under the split; give --sequence-parallel 1",
+            "chord_sft_batch",
         )
 
 

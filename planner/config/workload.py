@@ -67,6 +67,7 @@ WORKLOAD_FLAGS = (
     "teacher_sharding",
     "lmbda",
     "jsd_beta",
+    "chord_sft_batch",
 )
 
 
@@ -156,6 +157,16 @@ class Workload(BaseModel):
     jsd_beta: float = Field(
         default=0.5, ge=0, le=1, description="gkd: the generalized JSD's beta (0: forward KL, 1: reverse KL)"
     )
+    # CHORD (ms-swift's GRPO with --chord_sft_per_device_train_batch_size, Framework.grpo_chord)
+    chord_sft_batch: int = Field(
+        default=0,
+        ge=0,
+        le=1 << 12,
+        description=(
+            "grpo: CHORD's expert SFT rows a device takes each micro-step (ms-swift's "
+            "--chord_sft_per_device_train_batch_size), whose loss joins GRPO's before one backward; 0: none"
+        ),
+    )
     # verl's / OpenRLHF's roles (planner.config.roles): ppo, rloo, reinforce++, and grpo under --framework verl/openrlhf
     roles: Roles = Field(
         default_factory=Roles, description="verl / OpenRLHF: the roles, their GPUs, the rollout engine"
@@ -196,6 +207,7 @@ class Workload(BaseModel):
             "generation",
             "steps_per_generation",
             "num_iterations",
+            "chord_sft_batch",
         } & given
         if self.kind == "gkd":  # the on-policy completions' length and engine (Framework.gkd_vllm)
             grpo_only -= {"max_completion_length", "generation", "steps_per_generation"}
@@ -336,6 +348,8 @@ class Workload(BaseModel):
         if self.kind == "grpo":
             ref = f", beta {self.beta:g}" if self.beta else ""
             ref += f", scored by teacher {self.teacher_model}" if self.teacher_model else ""
+            rows = f"{self.chord_sft_batch} SFT row{'s' if self.chord_sft_batch > 1 else ''}"
+            ref += f", CHORD's {rows} a micro-step" if self.chord_sft_batch else ""
             return (
                 f"GRPO: {self.num_generations} generation{'s' if self.num_generations > 1 else ''} of <= "
                 f"{self.max_completion_length} tokens after prompts "

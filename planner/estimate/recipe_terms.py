@@ -260,23 +260,29 @@ def swift_logits_upcast(k: Knobs) -> bool:
     return k.zero_stage == 0
 
 
-def swift_logps_bytes(rows: int, tokens: int, vocab: int, c: int, upcast: bool, grad: bool, whole: bool) -> int:
-    """ms-swift 4.6.0's GRPO log-probs (swift/rlhf_trainers/grpo_trainer.py), the largest moment from the final hidden
+def swift_logps_bytes(rows: int, tokens: int, vocab: int, c: int, upcast: bool, grad: bool, path: str) -> int:
+    """ms-swift's GRPO log-probs (swift/rlhf_trainers/grpo_trainer.py), the largest moment from the final hidden
     states to their gradient (`grad`) or of a no-grad pass; `c` the logits' dtype bytes, `upcast` where accelerate's
     native AMP casts the model's outputs to fp32 (swift_logits_upcast: the bf16 logits and their fp32 copy).
-    - `whole` false (:1564-1600): the model keeps the completion's `tokens` + 1 logits (logits_to_keep), divides the
-      completion's in place and scores them with TRL's selective_log_softmax, row by row in half precision (each
-      row's log_softmax saved), by logsumexp in fp32;
-    - `whole` (under sequence parallel, :1470-1494): the logits of all `tokens` of the rank's slice, held by the
-      model's output while a divided copy is scored.
+    - "kept" (4.6.0 :1564-1600): the model keeps the completion's `tokens` + 1 logits (logits_to_keep), the
+      completion's are divided in place and scored with TRL's selective_log_softmax, row by row in half precision
+      (each row's log_softmax saved), by logsumexp in fp32;
+    - "copied" (v3.7.0 :1470-1477 .. v4.0.0 :1613-1639): the same, divided into a copy that frees the logits;
+    - "slice" (4.6.0 under sequence parallel, :1470-1494): the logits of all `tokens` of the rank's slice, held by
+      the model's output while a divided copy is scored.
     Measured with probes.tracker on that code over a real bf16 head (tests/probes/test_swift_logps.py, tolerance
-    there): per row and vocabulary entry, kept: 2(4T + 2) bytes with gradients, 2(T + 1) + 2T / rows without; fp32:
-    4(4T + 2) and 6(T + 1); the slice: 6T and 4T + 2T / rows; fp32: 16T and 8T."""
+    there), per row and vocabulary entry: kept 2(4T + 2) bytes with gradients, 2(T + 1) + 2T / rows without, fp32
+    4(4T + 2) and 6(T + 1); copied 2(2T + 1) either way, fp32 16T and 4(2T + 1); the slice 6T and 4T + 2T / rows,
+    fp32 16T and 8T."""
     n = rows * tokens * vocab
-    if whole:
+    if path == "slice":
         if upcast:
             return (16 if grad else 8) * n
         return 3 * c * n if grad else 2 * c * n + c * tokens * vocab
+    if path == "copied":
+        if upcast:
+            return 16 * n if grad else 4 * rows * (2 * tokens + 1) * vocab
+        return c * rows * (2 * tokens + 1) * vocab
     if grad:
         return (4 if upcast else c) * rows * vocab * (4 * tokens + 2)
     if upcast:

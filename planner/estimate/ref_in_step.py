@@ -13,7 +13,7 @@ Who runs it there:
 
 from __future__ import annotations
 
-from planner.estimate import activation_terms, fp32_logps, role_heads, state_terms, temp_terms
+from planner.estimate import activation_terms, fp32_logps, recipe_terms, role_heads, state_terms, temp_terms
 from planner.estimate.nograd import compute_dtype_bytes
 from planner.estimate.setup import Setup
 from planner.frameworks import FRAMEWORKS, adapter
@@ -28,7 +28,8 @@ def grpo_reference_in_step(s: Setup) -> bool:
 
 
 def policy_head_saved_bytes(s: Setup) -> int:
-    """What the policy's log-prob head keeps for backward while the reference forward runs: each row's
+    """What the policy's log-prob head keeps for backward while the reference forward (or CHORD's SFT rows,
+    planner.estimate.chord) runs: each row's
     log_softmax output (`logprobs full`; ms-swift 3.2-3.6's whole-logits scoring of a multimodal model keeps it over
     the completion's tokens only, TRL's selective_log_softmax row by row on the sliced logits), or the fused head's
     copy of the scored hidden states; and the per-token log-probs."""
@@ -40,6 +41,12 @@ def policy_head_saved_bytes(s: Setup) -> int:
         return fp32_logps.policy_kept_bytes(rows * s.seq_len, t.vocab, fp32_logps.policy_keeps_logits(s))
     if temp_terms.whole_logits(s):
         return c * rows * scored * t.vocab + 8 * rows * scored
+    if temp_terms.swift_logps(s) in (
+        "kept",
+        "copied",
+    ):  # each row's log_softmax; upcast: fp32 logits (test_swift_logps)
+        upcast = recipe_terms.swift_logits_upcast(s.knobs)
+        return (4 * rows * (scored + 1) if upcast else c * rows * scored) * t.vocab + 8 * rows * scored
     if w.logprobs == "full":
         return c * rows * s.seq_len * t.vocab
     return (c * scored * t.hidden + 8 * scored) * rows + 16 * rows * s.seq_len

@@ -31,6 +31,7 @@ from dataclasses import replace
 from planner.config.spec import Hardware, MemoryBreakdown
 from planner.estimate import (
     activation_terms,
+    chord,
     fp32_logps,
     gkd,
     recipe_terms,
@@ -119,13 +120,13 @@ def logps_pass_terms(s: Setup, rows_kept: bool = False) -> dict[str, int]:
         head = role_heads.logprob_pass_head_bytes(rows * width, t.vocab, compute_dtype_bytes(s), False, upcast=True)
     elif fp32_logps.scores_fp32(s):  # LLaMA-Factory's DPO and KTO: the whole logits cast to fp32
         head = fp32_logps.nograd_pass_bytes(rows * width, t.vocab, compute_dtype_bytes(s), rows_kept)
-    elif swift := temp_terms.swift_logps(s):  # ms-swift 4's own log-probs: the kept logits, or the rank's slice's
-        c, upcast = compute_dtype_bytes(s), recipe_terms.swift_logits_upcast(s.knobs)
-        tokens = width if swift == "slice" else min(width, s.knobs.workload.scored_tokens())
-        head = recipe_terms.swift_logps_bytes(rows, tokens, t.vocab, c, upcast, False, swift == "slice")
     elif temp_terms.whole_logits(s):  # ms-swift 3.2-3.6 on a multimodal model: the same moment without gradients
         scored, profile = min(width, s.knobs.workload.scored_tokens()), activation_terms.text_shape(s)[3]
         head = recipe_terms.whole_logits_logps_bytes(t, rows, width, scored, profile)
+    elif swift := temp_terms.swift_logps(s):  # ms-swift 4's own log-probs: the kept logits, or the rank's slice's
+        c, upcast = compute_dtype_bytes(s), recipe_terms.swift_logits_upcast(s.knobs)
+        tokens = width if swift == "slice" else min(width, s.knobs.workload.scored_tokens())
+        head = recipe_terms.swift_logps_bytes(rows, tokens, t.vocab, c, upcast, False, swift)
     elif s.knobs.workload.logprobs == "full":  # the logits of the chunk, and one row's log_softmax at a time
         head = compute_dtype_bytes(s) * (rows * width + shape[1]) * t.vocab
     else:
@@ -173,6 +174,8 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             )
         if computes_old_logps(s):
             out["old-logps"] = {**between, **logps_pass_terms(s)}
+        if w.chord_sft_batch:  # CHORD's SFT rows inside the micro-step, after GRPO's forward (planner.estimate.chord)
+            out["chord-sft"] = chord.chord_terms(s, resident, mem.breakdown(chord.sft_setup(s), capacity_bytes))
         if w.teacher_model:  # OPD-RL: the teacher's no-grad log-prob pass beside them (Framework.grpo_teacher)
             teacher = logps_pass_terms(replace(s, model=gkd.teacher_of(s)))
             teacher["forward_transient_bytes"] += gkd.teacher_gathered_bytes(s)  # a ZeRO-3 teacher's gathered layers
@@ -345,6 +348,8 @@ def step_time(s: Setup, hw: Hardware) -> speed.StepTime:
     if not s.knobs.workload.rl:
         return speed.step_time(s, hw)
     t = speed.step_time(replace(s, micro_batch=s.knobs.workload.rows(s.micro_batch)), hw)
+    if s.knobs.workload.chord_sft_batch:  # CHORD's SFT rows trained in every micro-step (planner.estimate.chord)
+        t = replace(t, compute_s=t.compute_s + speed.step_time(chord.sft_setup(s), hw).compute_s)
     extra = roles.other_roles_seconds(s, hw) if s.knobs.role_run else 0.0
     return replace(t, generation_s=generation_seconds(s, hw) + logps_seconds(s, hw) + extra)
 

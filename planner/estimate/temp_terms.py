@@ -56,15 +56,17 @@ def whole_logits(s: Setup) -> bool:
 
 
 def swift_logps(s: Setup) -> str:
-    """How a GRPO step's tokens are scored where the framework's release scores them itself (Framework.grpo_logprobs
-    "swift", ms-swift's 4 line): "kept", the model's logits over the completion; "slice", under sequence parallel,
-    the logits of every token of the rank's slice; "" elsewhere (recipe_terms.swift_logps_bytes)."""
+    """How a GRPO step's tokens are scored where the framework's release scores them itself (Framework.grpo_logprobs,
+    recipe_terms.swift_logps_bytes): "kept", the model's logits over the completion divided in place (ms-swift's 4
+    line); "slice", under sequence parallel, the logits of every token of the rank's slice (the 4 line); "copied",
+    the completion's logits divided into a copy (the 3.7 and 3.9 lines); "" elsewhere."""
     k = s.knobs
     if k.workload.kind != "grpo" or k.framework not in FRAMEWORKS:
         return ""
-    if adapter(k.framework, k.release).grpo_logprobs != "swift":
-        return ""
-    return "slice" if k.sequence_parallel > 1 else "kept"
+    how = adapter(k.framework, k.release).grpo_logprobs
+    if how == "swift":
+        return "slice" if k.sequence_parallel > 1 else "kept"
+    return "copied" if how == "swift-copy" else ""
 
 
 def kto_entropy_bytes(s: Setup) -> int:
@@ -110,12 +112,12 @@ def _logits_loss_bytes(s: Setup) -> int:
         return role_heads.update_head_bytes(rows * width, t.vocab, t.hidden, c, entropy, head_grad, up)
     if w.kind == "gkd":  # both models' logits and the generalized JSD's temporaries
         return gkd.loss_bytes(s, rows)
+    if whole_logits(s):  # ms-swift 3.2-3.6's GRPO on a multimodal model
+        return recipe_terms.whole_logits_logps_bytes(t, rows, width, min(width, w.scored_tokens()), p)
     if swift := swift_logps(s):  # ms-swift 4's GRPO: its own log-probs (the kept logits, or the rank's slice's)
         tokens = width if swift == "slice" else min(width, w.scored_tokens())
         c, upcast = act.saved_dtype_bytes(p)[1], recipe_terms.swift_logits_upcast(s.knobs)
-        return recipe_terms.swift_logps_bytes(rows, tokens, t.vocab, c, upcast, True, swift == "slice")
-    if whole_logits(s):  # ms-swift 3.2-3.6's GRPO on a multimodal model
-        return recipe_terms.whole_logits_logps_bytes(t, rows, width, min(width, w.scored_tokens()), p)
+        return recipe_terms.swift_logps_bytes(rows, tokens, t.vocab, c, upcast, True, swift)
     if fp32_logps.scores_fp32(s):  # LLaMA-Factory's DPO and KTO: one log_softmax over the fp32 logits
         return fp32_logps.backward_head_bytes(rows * width, t.vocab)
     if w.rl and w.logprobs == "full":

@@ -138,6 +138,10 @@ class Memory:
     # 46f03e977; v4.5.2 swift/rlhf_trainers/grpo_trainer.py:558-593, scored beside the old and reference log-probs
     # before the step, :776-805), one generation a prompt allowed (swift/arguments/rlhf_args.py:394-413)
     grpo_teacher: bool = False
+    # its GRPO takes CHORD's expert SFT rows (workload.chord_sft_batch; ms-swift from v3.9.0, v3.9.0 swift/llm/train/
+    # rlhf.py:180): their forward inside the micro-step after GRPO's, one backward over both losses (v4.6.0
+    # swift/rlhf_trainers/grpo_trainer.py:1223-1224, utils.py:1633-1675; planner.estimate.chord)
+    grpo_chord: bool = False
     # PEFT's all-linear adapts a VLM's tower and projector too (planner.intake.settle); False where the framework's
     # own all-linear leaves them out
     all_linear_vision: bool = True

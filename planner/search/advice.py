@@ -44,7 +44,15 @@ RL_TERMS = {
     "logprobs": ("the log-prob head", "--logprobs fused"),
     "policy_logps": ("the policy's log-prob head", "--logprobs fused"),
     "forward_transient": ("the log-prob pass's logits", "--logprobs fused or a smaller micro-batch"),
+    "chord_sft": (
+        "CHORD's SFT rows beside GRPO's",
+        "a smaller --chord-sft-batch or --max-prompt-length (ms-swift's --max_length)",
+    ),
 }
+
+
+# the no-grad passes of an RL step (planner.estimate.rl), whose own terms can decide its peak
+NOGRAD_PHASES = ("reference-forward", "old-logps", "kl-forward", "teacher-forward", "teacher-logps")
 
 
 def gib(x: int) -> str:
@@ -215,8 +223,7 @@ def deciding_term(plan: Plan) -> tuple[str, int, list[str]]:
     if (
         m.peak_term
         and m.peak_term.removesuffix("_bytes") in RL_TERMS
-        and m.peak_phase
-        in ("generation", "reference-forward", "old-logps", "kl-forward", "teacher-forward", "teacher-logps")
+        and (m.peak_phase in NOGRAD_PHASES or m.peak_phase in ("generation", "chord-sft"))
     ):
         label, fix = RL_TERMS[m.peak_term]
         tower = [tower_fix(plan, d.get("vision_knob", 0))] if m.peak_term == "generation_tower" else []

@@ -272,6 +272,7 @@ FRAMEWORK = Framework(
     # whole_logits), and runs S micro-steps for each (:152-153: the SP group's ranks share their rows)
     grpo_sp="swift/arguments/rlhf_args.py:719-725; rlhf_trainers/grpo_trainer.py:152-153, 1470-1494",
     grpo_old_logps="always",  # rlhf_trainers/grpo_trainer.py:760-763
+    grpo_chord=True,  # rlhf_trainers/utils.py:1633-1675
     grpo_logprobs="swift",  # rlhf_trainers/grpo_trainer.py:1564-1600 (planner.estimate.temp_terms.swift_logps)
     pads_per_batch=(  # padding_to is LongLoRA's alone (refused: planner.intake.tuners), so --max_length is a cap
         "ms-swift pads each micro-batch to its longest row: v4.5.2 swift/trainers/mixin.py:151-153 (padding_to "

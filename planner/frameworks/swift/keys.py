@@ -111,5 +111,6 @@ KEYS = Table(
     Key("workload.teacher_model", "teacher_model"),  # rlhf_args.py:71
     Key("workload.lmbda", "lmbda", 0.5, f"{S}rlhf_args.py:263"),
     Key("workload.jsd_beta", "beta", 0.5, f"{S}rlhf_args.py:516-518"),  # gkd's --beta
+    Key("workload.chord_sft_batch", "chord_sft_per_device_train_batch_size"),  # rlhf_trainers/args_mixin.py:388
     prefix="--",
 )

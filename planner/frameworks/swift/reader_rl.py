@@ -6,7 +6,7 @@ memplan cannot plan yet (GRPO with a teacher refused). Also the default lookup b
 
 from __future__ import annotations
 
-from planner.errors import BadInput
+from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.swift import reader_3x as swift3x
 from planner.frameworks.swift.keys import KEYS
 from planner.intake.collect import SWIFT, Collector, as_bool, as_float, as_int, default, one
@@ -75,11 +75,8 @@ def read_rm(c: Collector, src: str) -> None:
 
 
 # CHORD: an SFT micro-batch of expert rows whose loss joins the GRPO loss before backward (v4.5.2
-# swift/rlhf_trainers/grpo_trainer.py:1228-1229, its batch at utils.py:1576-1582)
-CHORD = (
-    "CHORD's SFT batch beside GRPO's (its rows' activations and logits on the same GPUs) is not planned: memplan plans "
-    "GRPO without --chord_sft_per_device_train_batch_size"
-)
+# swift/rlhf_trainers/grpo_trainer.py:1228-1229, its batch at utils.py:1576-1582): workload.chord_sft_batch
+# (planner.estimate.chord); its mu schedule and phi weighting change no memory
 
 
 def read_grpo(c: Collector, f: dict[str, Flag], near, placed3: str | None = None) -> None:
@@ -93,7 +90,7 @@ def read_grpo(c: Collector, f: dict[str, Flag], near, placed3: str | None = None
         read_teacher(c, f, near, "planned without it")
     chord = f.get("chord_sft_per_device_train_batch_size")  # v4.5.2 swift/rlhf_trainers/args_mixin.py:388
     if chord is not None and (as_int(one(chord.value)) or 0) > 0:
-        raise BadInput(f"{chord.source}: {CHORD}", "workload")
+        c.number("workload.chord_sft_batch", chord.value, chord.source, KEYS.flag("workload.chord_sft_batch"))
     one_ok = 1 if c.get("workload.teacher_model") else 2  # one generation a prompt: OPD-RL's (:408-410)
     for field, lo in (("workload.num_generations", one_ok), ("workload.max_completion_length", 1)):
         v, s = look(f, field)
@@ -132,6 +129,25 @@ TEACHER_DS = {"zero0": "whole", "zero1": "whole", "zero2": "whole", "zero2_offlo
               "zero3_offload": "zero3-offload"}  # fmt: skip
 
 
+def teacher_file(c: Collector, ds: Flag, near) -> None:
+    """--teacher_deepspeed naming a DeepSpeed JSON file: its zero_optimization.stage and offload_param place the frozen
+    teacher as the bundled names do (TEACHER_DS: ZeRO-3 shards it, offload_param puts the shards on the host; stages 0
+    to 2 keep it whole, their optimizer offload having nothing to move)."""
+    cfg, name, path = deepspeed.load(one(ds.value), near, "swift")
+    if cfg is None:
+        c.note(f"{ds.source} (the teacher's DeepSpeed file was not found: its weights planned as the student's are)")
+        return
+    if path is not None:
+        c.add_file(path)
+    zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), dict) else {}
+    stage = as_int(zero.get("stage", 0)) or 0
+    param = zero.get("offload_param") if isinstance(zero.get("offload_param"), dict) else {}
+    host = str(param.get("device", "none")).lower() in ("cpu", "nvme")
+    placed = ("zero3-offload" if host else "zero3") if stage == 3 else "whole"
+    why = f"{name}: zero_optimization.stage: {stage}" + (f", offload_param.device: {param['device']}" if host else "")
+    c.set("workload.teacher_sharding", placed, f"{why} (via {ds.source})", "--teacher_deepspeed")
+
+
 def read_teacher(c: Collector, f: dict[str, Flag], near, missing: str) -> None:
     """GKD's and OPD-RL's teacher: --teacher_model (found offline as the model is; `missing`: what the plan does
     without one it cannot find), the student itself with its adapter disabled where the teacher is the model under
@@ -154,7 +170,7 @@ def read_teacher(c: Collector, f: dict[str, Flag], near, missing: str) -> None:
             if placed:
                 c.set("workload.teacher_sharding", placed, ds.source, "--teacher_deepspeed")
             elif ds is not None:
-                c.note(f"{ds.source} (a teacher DeepSpeed file is not read: its weights planned as the student's are)")
+                teacher_file(c, ds, near)
     if ds is not None and not placed_teacher:  # no second model planned: nothing for it to place
         c.note(f"{ds.source} (no teacher model planned here, so no teacher to place)")
     for key in ("teacher_model_server", "offload_teacher_model"):

@@ -47,7 +47,8 @@ ACCUM_1 = Default(
 # :1299-1318; v3.2.0-3.2.1 do not divide by the temperature, whose copy only their no-grad pass lacks: the line is
 # read the hungrier way); v3.7.0 passes logits_to_keep + 1 where the model's forward takes it (:1469-1470):
 # Qwen2.5-VL's does from transformers 4.54.0 (modeling_qwen2_5_vl.py:1429; none through 4.53.0), which v3.7.0
-# allow (<4.56) beside 4.53 and older: the 3.7 line can run either, and is planned with the fused head
+# allow (<4.56) beside 4.53 and older: the 3.7 line can run either, and is planned with the kept logits, divided
+# into a copy (Framework.grpo_logprobs "swift-copy": v3.7.0 grpo_trainer.py:1470-1477, v3.12.0 :1573-1599)
 WHOLE_LOGITS = "whole"
 # GRPO's generation batch: ms-swift 3.2-3.3's GRPOTrainer keeps TRL's _prepare_inputs (v3.3.0 swift/trainers/
 # rlhf_trainer/grpo_trainer.py defines none; trl <0.17 at v3.3.0 requirements/framework.txt), which generates each
@@ -86,8 +87,16 @@ GRPO_SP_4 = (
     "ms-swift 3.x's GRPO under sequence parallel (from v3.5.0, trainers/sequence_parallel/) is not planned; the 4 "
     "line's is (give --framework swift@4)"
 )
-# and their log-probs as they were planned before the 4 line's were read (Framework.grpo_logprobs): not re-read yet
-OLD_GRPO = {"grpo_sp": "", "grpo_sp_why": GRPO_SP_4, "grpo_old_logps": "aligned", "grpo_logprobs": "recipe"}
+# the 3 and 3.4 lines score a text model through TRL's _get_per_token_logps (trl 0.17.0, ms-swift 3.4.1's, trainer/
+# grpo_trainer.py:822-833: the kept logits, divided into a copy), ms-swift's own code the 3.7 and 3.9 lines
+# (Framework.grpo_logprobs "swift-copy"); a multimodal model's whole logits on the 3 and 3.4 lines (vlm_logprobs)
+OLD_GRPO = {
+    "grpo_sp": "",
+    "grpo_sp_why": GRPO_SP_4,
+    "grpo_old_logps": "aligned",
+    "grpo_logprobs": "swift-copy",
+    "grpo_chord": False,  # CHORD came in v3.9.0 (swift/llm/train/rlhf.py:180): the 3.9 line's, planned as the 4 line's
+}
 PER_MICRO_STEP = Default(
     1, "ms-swift v3.3.0 keeps trl 0.16's GRPOTrainer._prepare_inputs (trl 0.16.1 trainer/grpo_trainer.py:643-651)"
 )
@@ -140,7 +149,7 @@ def _late_3(name: str, source: str, kto: dict, optimizer: Default, transformers:
             **OLD_GRPO,
             # the old policy's pass every generation from v3.11.0 (v3.11.0 trainers/rlhf_trainer/grpo_trainer.py:
             # 845-846; v3.10.0 :815-817 asked old_policy()): the 3.9 line (3.9-3.12) read the hungrier way
-            **({"grpo_old_logps": "always"} if since >= (3, 9) else {}),
+            **({"grpo_old_logps": "always", "grpo_chord": True} if since >= (3, 9) else {}),
             **kto,
             **TOWER_HOOK,
         },

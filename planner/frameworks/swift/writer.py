@@ -344,7 +344,10 @@ def rlhf_flags(plan: Plan, procs: int = 1) -> list[Flag]:
         k("workload.beta", w.beta),
         k("workload.num_iterations", w.num_iterations),
     ]
-    return out + teacher_flags(w) + vllm_flags(plan, procs) + [("reward_funcs", ["accuracy", "format"])]
+    chord: list[Flag] = []
+    if w.chord_sft_batch:  # CHORD's SFT rows (rlhf_trainers/args_mixin.py:388), their dataset the user's
+        chord = [k("workload.chord_sft_batch", w.chord_sft_batch), ("chord_sft_dataset", "YOUR_SFT_DATASET")]
+    return out + chord + teacher_flags(w) + vllm_flags(plan, procs) + [("reward_funcs", ["accuracy", "format"])]
 
 
 # workload.teacher_sharding as --teacher_deepspeed's bundled names (reader_rl.TEACHER_DS)

@@ -98,3 +98,30 @@ def test_a_teacher_deepspeed_with_no_teacher_planned_says_so(tmp_path):
     )
     unplanned = " ".join(str(u) for u in intake.read([str(script)]).unplanned)
     assert "--teacher_deepspeed zero3 (no teacher model planned here" in unplanned, unplanned
+
+
+@pytest.mark.parametrize(
+    "zero,placed",
+    [
+        ({"stage": 3, "offload_param": {"device": "cpu"}}, "zero3-offload"),
+        ({"stage": 3}, "zero3"),
+        ({"stage": 2, "offload_optimizer": {"device": "cpu"}}, "whole"),
+    ],
+)
+def test_a_teacher_deepspeed_file_places_the_teacher(tmp_path, zero, placed):
+    """--teacher_deepspeed naming a JSON file: its stage and parameter offload place the frozen teacher as ms-swift's
+    bundled names do (it was a `not planned:` line); the file is among the files read."""
+    import json
+
+    folder = tmp_path / "a" / "b" / "c"
+    folder.mkdir(parents=True)
+    (folder / "teacher_ds.json").write_text(json.dumps({"zero_optimization": zero}))
+    script = folder / "gkd.sh"
+    script.write_text(
+        "swift rlhf --rlhf_type gkd --model Qwen/Qwen2.5-1.5B-Instruct --teacher_model Qwen/Qwen2.5-7B-Instruct "
+        "--tuner_type full --teacher_deepspeed teacher_ds.json --deepspeed zero2 --dataset d.jsonl --max_length 2048\n"
+    )
+    r = intake.read([str(script)])
+    assert r.request["workload"]["teacher_sharding"] == placed
+    assert any(str(f).endswith("teacher_ds.json") for f in r.files)
+    assert not any("teacher_deepspeed" in str(u) for u in r.unplanned)

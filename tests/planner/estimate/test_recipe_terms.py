@@ -152,8 +152,8 @@ def _swift_grpo(release: str, model: str = "qwen2.5-vl-3b", image_tokens: int = 
 def test_ms_swift_3_2_to_3_6_score_a_vlms_rows_from_its_whole_logits():
     """ms-swift 3.2-3.6 call a multimodal model without logits_to_keep (v3.4.1 grpo_trainer.py:1181-1197): its
     logits over the 3,072 tokens and the completion's scaled slice (tests/probes/test_whole_logits.py); 3.7 passes
-    logits_to_keep and is planned with the fused head; the 4 line with its own log-probs (swift_logps_bytes); a text
-    model goes through TRL's own path in the 3 lines."""
+    logits_to_keep, its kept logits divided into a copy, and the 4 line divides them in place (swift_logps_bytes); a
+    text model goes through TRL's own path in the 3 and 3.4 lines."""
     from planner.estimate import memory as mem
     from planner.estimate import temp_terms
     from planner.estimate.rl import logps_pass_terms
@@ -165,9 +165,11 @@ def test_ms_swift_3_2_to_3_6_score_a_vlms_rows_from_its_whole_logits():
         assert temp_terms.whole_logits(s) and temp_terms.logits_loss_bytes(s) == whole == 2 * 8 * 4096 * t.vocab
         assert logps_pass_terms(s)["forward_transient_bytes"] >= whole
         assert mem.breakdown(s, 96 * 10**9).detail["whole_logits_bytes"] == whole
-    s = _swift_grpo("3.7")
-    assert not temp_terms.whole_logits(s) and temp_terms.logits_loss_bytes(s) < 2 * 8 * 3072 * s.model.text.vocab // 4
+    s = _swift_grpo("3.7")  # the kept logits divided into a copy, fp32 under DDP (test_swift_logps)
+    copied = recipe_terms.swift_logps_bytes(8, 1024, s.model.text.vocab, 2, True, True, "copied")
+    assert not temp_terms.whole_logits(s) and temp_terms.logits_loss_bytes(s) == copied
     s = _swift_grpo("")  # the 4 line's own log-probs over the kept logits, fp32 under DDP (test_swift_logps)
-    kept = recipe_terms.swift_logps_bytes(8, 1024, s.model.text.vocab, 2, True, True, False)
+    kept = recipe_terms.swift_logps_bytes(8, 1024, s.model.text.vocab, 2, True, True, "kept")
     assert not temp_terms.whole_logits(s) and temp_terms.logits_loss_bytes(s) == kept
-    assert not temp_terms.whole_logits(_swift_grpo("3.4", model="qwen2.5-3b", image_tokens=0))
+    text = _swift_grpo("3.4", model="qwen2.5-3b", image_tokens=0)  # TRL 0.17's _get_per_token_logps: copied
+    assert not temp_terms.whole_logits(text) and temp_terms.swift_logps(text) == "copied"

@@ -35,7 +35,6 @@ REFUSED = {
     # ms-swift v4.5.2's OPD-RL, GKD beside a colocated vLLM, Megatron-SWIFT and `swift sample` files (issue 49)
     DATA / "swift/examples/yaml/megatron/sft.yaml": "a Megatron-SWIFT configuration",
     DATA / "swift/examples/sampler/sample/sampling.yaml": "`swift sample` arguments",
-    DATA / "swift/examples/train/grpo/internal/chord.sh": "--chord_sft_per_device_train_batch_size 1: CHORD's SFT",
     # OpenRLHF v0.8.9's AutoTP example: each role's ranks are planned data parallel (reader_flags.refuse_parallel_groups)
     # axolotl's rl ebft: a frozen feature network and generations (planner.frameworks.axolotl.reader REFUSED)
     DATA / "axolotl/examples/ebft/llama-1b-ebft-strided.yaml": "EBFT keeps a frozen feature network",

@@ -240,6 +240,17 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
         },
         ["--padding_free true"],
     ),
+    f"{SW}/train/grpo/internal/chord.sh": (  # CHORD's one SFT row a device beside GRPO's 4 (planner.estimate.chord)
+        "swift",
+        {
+            "micro_batch": 4,
+            "grad_accum": 8,
+            "gpus_per_node": 8,
+            "zero_stage": 3,
+            "workload": {"kind": "grpo", "num_generations": 8, "beta": 0.0, "chord_sft_batch": 1},
+        },
+        [],
+    ),
     f"{SW}/train/grpo/internal/fipo.sh": (
         "swift",
         {

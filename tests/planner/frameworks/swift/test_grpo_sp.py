@@ -30,7 +30,7 @@ def test_the_example_plans_the_files_global_batch_on_the_ranks_slice():
     p = r.plan
     assert (p.micro_batch, p.grad_accum, p.global_batch, p.sequence_parallel) == (4, 32, 256, 4)
     vocab = catalog.load_model("qwen2.5-7b").text.vocab
-    head = recipe_terms.swift_logps_bytes(4, 3072 // 4, vocab, 2, False, True, True)
+    head = recipe_terms.swift_logps_bytes(4, 3072 // 4, vocab, 2, False, True, "slice")
     assert p.memory.detail["logits_loss_bytes"] == p.memory.detail["swift_logps_bytes"] == head
 
 
@@ -56,7 +56,7 @@ def test_the_kept_logits_are_planned_not_trls_fused_head():
     s = _setup(1)
     assert temp_terms.swift_logps(s) == "kept"
     kept = temp_terms.logits_loss_bytes(s)
-    assert kept == recipe_terms.swift_logps_bytes(4, 1024, s.model.text.vocab, 2, False, True, False)
+    assert kept == recipe_terms.swift_logps_bytes(4, 1024, s.model.text.vocab, 2, False, True, "kept")
     trl = Setup(s.model, s.knobs.model_copy(update={"framework": "trl"}), 4, 8, s.seq_len, 8, 1)
     assert temp_terms.logits_loss_bytes(trl) < kept  # TRL's: a chunk of logits, and its fp32 head gradient
 
