@@ -191,10 +191,12 @@ def _frozen_modules(s: Setup) -> str:
 def trainable_weight_bytes_per_param(k: Knobs) -> int:
     """fp32 weights for fp32 and for torch AMP (fp32 master = the model); DeepSpeed fp16/bf16 casts
     the module to half; bf16-pure is half. LoRA adapters stay fp32 on a half base under AMP and bf16-pure (PEFT's
-    autocast_adapter_dtype; the sim probe's debug-moe with adapted experts: params and AdamW states at 4 bytes)."""
-    if k.precision == "fp32" or (k.zero_stage == 0 and (k.precision in ("fp16", "bf16") or k.lora_rank)):
+    autocast_adapter_dtype; the sim probe's debug-moe with adapted experts: params and AdamW states at 4 bytes), but
+    for a framework that builds them in the model's dtype (Framework.lora_adapter_dtype: torchtune)."""
+    if k.precision == "fp32" or (k.zero_stage == 0 and k.precision in ("fp16", "bf16")):
         return 4
-    return 2
+    fp32_adapters = k.framework not in FRAMEWORKS or adapter(k.framework, k.release).lora_adapter_dtype == "fp32"
+    return 4 if k.zero_stage == 0 and k.lora_rank and fp32_adapters else 2
 
 
 def frozen_weight_bytes_per_param(k: Knobs) -> int:

@@ -142,6 +142,12 @@ class Memory:
     # rlhf.py:180): their forward inside the micro-step after GRPO's, one backward over both losses (v4.6.0
     # swift/rlhf_trainers/grpo_trainer.py:1223-1224, utils.py:1633-1675; planner.estimate.chord)
     grpo_chord: bool = False
+    # the dtype of its LoRA adapters on a half base (planner.estimate.trained): "fp32", PEFT's autocast_adapter_dtype;
+    # "model", the recipe's own dtype (torchtune 0.6.1: LoRALinear's nn.Linear adapters, torchtune/modules/peft/
+    # lora.py:91-92, built under training.set_default_dtype(dtype), recipes/lora_finetune_single_device.py:431 and
+    # lora_finetune_distributed.py:459, checked by validate_expected_param_dtype, :479): their gradients and AdamW's
+    # states in it too
+    lora_adapter_dtype: str = "fp32"
     # PEFT's all-linear adapts a VLM's tower and projector too (planner.intake.settle); False where the framework's
     # own all-linear leaves them out
     all_linear_vision: bool = True

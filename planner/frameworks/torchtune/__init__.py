@@ -45,6 +45,7 @@ def _unsharded(k: dict, w) -> bool:
 
 FRAMEWORK = Framework(
     name="torchtune",
+    lora_adapter_dtype="model",  # LoRALinear built under the recipe's dtype (Memory.lora_adapter_dtype)
     reads=("torchtune",),
     # a recipe config of `_component_` builders (torchtune/config/_instantiate.py): told before every other format
     signs=(Signs("torchtune", lambda k, d: any(isinstance(v, dict) and "_component_" in v for v in d.values()), 10),),

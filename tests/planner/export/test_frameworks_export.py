@@ -145,6 +145,16 @@ CASES = {
             "checkpointing": "full",
         },
         "gkd_full_z3": {"zero": 3, "checkpointing": "full", "workload": GKD},
+        # GRPO under Ulysses: --gradient_accumulation_steps written as the plan's micro-steps over S (the trainer
+        # multiplies it back, rlhf_trainers/grpo_trainer.py:152-153); CHORD's SFT rows (args_mixin.py:388)
+        "grpo_ulysses": {
+            "zero": 3,
+            "checkpointing": "full",
+            "attention": "flash",
+            "sequence_parallel": 2,
+            "workload": GRPO,
+        },
+        "grpo_chord": {"zero": 3, "checkpointing": "full", "workload": {**GRPO, "chord_sft_batch": 1}},
         "kto_full_z2": {"zero": 2, "checkpointing": "full", "workload": KTO},
         # KTO padding-free (swift/arguments/rlhf_args.py:710-717 lists kto; no sequence parallel for it, :719-725)
         "kto_packed": {"zero": 2, "checkpointing": "full", "workload": KTO, "batching": "packed", "attention": "flash"},
@@ -504,6 +514,19 @@ def test_swift_qlora_grpo_with_colocated_vllm(tmp_path):
     assert f["use_vllm"] == "true" and f["vllm_mode"] == "colocate" and f["vllm_gpu_memory_utilization"] == "0.3"
     assert f["max_length"] == "512"  # GRPO: swift's max_length cuts the prompt
     assert f["gradient_checkpointing"] == "false" and f["reward_funcs"] == ["accuracy", "format"]
+
+
+def test_swift_grpo_under_ulysses_and_with_chord_write_what_the_trainer_runs(tmp_path):
+    """GRPO under Ulysses 2: the plan's micro-steps over 2 as --gradient_accumulation_steps, read back whole; CHORD's
+    SFT rows and their dataset's placeholder."""
+    w = sw("grpo_ulysses", tmp_path)
+    assert w.plan.sequence_parallel == 2 and w.plan.grad_accum % 2 == 0
+    assert (w.f["sequence_parallel_size"], w.f["gradient_accumulation_steps"]) == ("2", str(w.plan.grad_accum // 2))
+    back = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request
+    assert (back["grad_accum"], back["sequence_parallel"]) == (w.plan.grad_accum, 2)
+    c = sw("grpo_chord", tmp_path / "chord")
+    assert (c.f["chord_sft_per_device_train_batch_size"], c.f["chord_sft_dataset"]) == ("1", "YOUR_SFT_DATASET")
+    assert intake.read([str(c.dir / swift.SCRIPT_NAME)]).request["workload"]["chord_sft_batch"] == 1
 
 
 def test_swift_freeze_tuning_writes_its_trainable_layers_and_reads_them_back(tmp_path):

@@ -214,3 +214,18 @@ def test_one_state_optimizers_are_read_by_their_class(tmp_path, component, optim
         f"optimizer={component} ~optimizer.fused",
     )
     assert read(script).request["optimizer"] == optimizer
+
+
+def test_loras_adapters_are_the_recipes_dtype_with_their_gradients_and_states(tmp_path):
+    """torchtune builds LoRALinear's adapters under the recipe's dtype (torchtune/modules/peft/lora.py:91-92,
+    recipes/lora_finetune_single_device.py:431; Framework.lora_adapter_dtype "model"): in bf16, 2 bytes a trained
+    parameter for the weight, 2 for its gradient and 4 for AdamW's two states, where PEFT keeps them fp32 (4, 4, 8)."""
+    from planner.estimate import state_terms
+    from planner.estimate.trained import trainable_weight_bytes_per_param
+
+    req = read(CONFIGS / "llama3_1" / "8B_lora_single_device.yaml").request
+    plan = advise.check(advise.parse(advise.CheckRequest, {**req, "gpu": "a100-80gb", "seq_len": 2048})).plan
+    assert plan.precision == "bf16-pure" and trainable_weight_bytes_per_param(plan.knobs) == 2
+    peft = plan.knobs.model_copy(update={"framework": "trl", "release": ""})
+    assert trainable_weight_bytes_per_param(peft) == 4
+    assert state_terms.grad_bytes_per_param(plan.knobs) == 2
