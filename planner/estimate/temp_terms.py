@@ -114,7 +114,7 @@ def _logits_loss_bytes(s: Setup) -> int:
         return gkd.loss_bytes(s, rows)
     if whole_logits(s):  # ms-swift 3.2-3.6's GRPO on a multimodal model
         return recipe_terms.whole_logits_logps_bytes(t, rows, width, min(width, w.scored_tokens()), p)
-    if swift := swift_logps(s):  # ms-swift 4's GRPO: its own log-probs (the kept logits, or the rank's slice's)
+    if swift := swift_logps(s):  # ms-swift's GRPO: its own log-probs (kept, copied, or the rank's slice's)
         tokens = width if swift == "slice" else min(width, w.scored_tokens())
         c, upcast = act.saved_dtype_bytes(p)[1], recipe_terms.swift_logits_upcast(s.knobs)
         return recipe_terms.swift_logps_bytes(rows, tokens, t.vocab, c, upcast, True, swift)

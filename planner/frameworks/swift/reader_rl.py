@@ -9,7 +9,7 @@ from __future__ import annotations
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.swift import reader_3x as swift3x
 from planner.frameworks.swift.keys import KEYS
-from planner.intake.collect import SWIFT, Collector, as_bool, as_float, as_int, default, one
+from planner.intake.collect import GIVEN_FIELDS, SWIFT, Collector, as_bool, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import lookup
 
@@ -273,8 +273,9 @@ def grpo_split_steps(c: Collector, kind: str) -> None:
     swift/rlhf_trainers/grpo_trainer.py:152-153; v3.8.0 trainers/sequence_parallel/ulysses.py:355), because the S
     ranks of a group share their rows, and feeds each generation batch to steps_per_generation x S micro-steps
     (rollout_mixin.py:308-330): memplan's accumulation and steps per generation count the micro-steps that run, so
-    the global batch (micro x accumulation x world / S) is the files' micro x accumulation x world."""
-    sp = c.get("sequence_parallel")
+    the global batch (micro x accumulation x world / S) is the files' micro x accumulation x world. S is the one the
+    run is planned with: a --sequence-parallel given beside the files (GIVEN_FIELDS) over theirs."""
+    sp = GIVEN_FIELDS.get().get("sequence_parallel", c.get("sequence_parallel"))
     if kind != "grpo" or not isinstance(sp, int) or sp < 2:
         return
     for field, cite in (

@@ -97,3 +97,11 @@ def test_the_written_script_counts_the_flags_accumulation_and_reads_back(tmp_pat
     script.write_text(command + "\n")
     req = intake.read([str(script)]).request
     assert (req["grad_accum"], req["sequence_parallel"], req["micro_batch"]) == (32, 4, 4)
+
+
+@pytest.mark.parametrize("sp,accum", [(1, 8), (2, 16), (4, 32)])
+def test_a_sequence_parallel_given_beside_the_files_is_the_one_the_accumulation_is_counted_with(sp, accum):
+    """--sequence-parallel S over the files' 4: ms-swift would run the files' 8 accumulation steps x S micro-steps,
+    the global batch the files' 256 each time."""
+    p = check(SP_GRPO, sequence_parallel=sp).plan
+    assert (p.sequence_parallel, p.grad_accum, p.global_batch) == (sp, accum, 256)
