@@ -55,7 +55,7 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
     )
     if not field:
         result.capped_length = capped_length(reading, b, result)
-    result.media = media.condition(reading, b.body, b.flags, result.context[2])
+    result.media = with_most_images(media.condition(reading, b.body, b.flags, result.context[2]), result)
     result.config = {
         "framework": reading.framework,
         "files": reading.files,
@@ -66,6 +66,30 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         **({"releases": choice} if choice else {}),
     }
     return result
+
+
+def with_most_images(condition: dict | None, result) -> dict | None:
+    """An assumed one-image row's condition (planner.intake.media) with the most such images a row can hold where
+    the plan fits (planner.search.imagefit.most_images): the verdict's condition says how far the data may go, as an
+    open length's does (issue 47 items 5 and 6)."""
+    if not condition or condition["images_per_row"] != 1 or not condition["tokens_per_image"] or condition["videos"]:
+        return condition
+    model, hw, goal = result.context
+    if not result.plan.fits or goal.tower_tokens > goal.image_tokens or result.plan.workload.generates:
+        return condition
+    from planner.search.imagefit import most_images
+
+    plan = result.plan
+    line = FRAMEWORKS[plan.framework].release(plan.release) if plan.framework in FRAMEWORKS else None
+    text_cut = line is not None and line.means("swift_max_length_counts") == "text"  # images after the text's cut
+    k, whole = most_images(plan, model, hw, goal, condition["tokens_per_image"], text_cut)
+    held = (
+        ("the model's context holds no more" if text_cut else "the row's length holds no more")
+        if whole
+        else (f"{k + 1} do not fit")
+    )
+    line = f"; this configuration fits rows of up to {k:,} such image{'s' if k > 1 else ''} ({held})"
+    return {**condition, "fits_up_to_images": k, "condition": condition["condition"] + line}
 
 
 def asks_gpus(note: str) -> bool:

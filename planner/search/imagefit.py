@@ -124,6 +124,27 @@ def largest_square(plan, model: ModelSpec, hw, goal, b: ImageBudget) -> dict | N
     return {"side": side, "tokens_per_image": sides[lo][1]}
 
 
+def most_images(plan, model: ModelSpec, hw, goal, each: int, text_cut: bool = False) -> tuple[int, bool]:
+    """For a plan that fits with one image of `each` tokens a row, the files leaving the count open
+    (planner.intake.media.condition): (the most such images a row holds with the plan still fitting, whether the
+    row's length allows no more). Where the length holds the images' tokens (cut or deleted past it), more images
+    leave less text within it; where it cuts the text alone (`text_cut`: ms-swift 2.x to 3.3, the images' tokens
+    inserted after), each image lengthens the row, up to the model's context. A bisection over the counts."""
+    text = goal.seq_len - each if text_cut else 0
+    room = model.text.max_positions - text if text_cut else goal.seq_len
+    top = max(1, room // max(1, each))
+
+    def fits(k: int) -> bool:
+        n = k * each
+        return k <= 1 or with_image_tokens(plan, model, hw, goal, n, **({"seq_len": text + n} if text_cut else {})).fits
+
+    lo, hi = 1, top + 1  # fits(lo) holds; hi does not, or is past the length
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo, lo == top
+
+
 def with_cut(out: dict, goal) -> dict:
     """The answer's images with the cut, where the worst case is over the length: the tower runs on every patch and
     the text is cut after it (planner.config.spec.Goal.tower_tokens); how to keep the images whole, in the rule's knob."""

@@ -26,11 +26,31 @@ def test_one_image_a_row_at_max_pixels_is_the_verdicts_condition():
         "videos": 0,
         "source": source,
         "condition": "the files do not say how many images a row holds: planned for one image of at most 768 tokens "
-        "(MAX_PIXELS); rows with more images, or with videos, are not planned: give --images N, --videos N or --data",
+        "(MAX_PIXELS); rows with more images, or with videos, are not planned: give --images N, --videos N or --data; "
+        "this configuration fits rows of up to 6 such images (7 do not fit)",
+        "fits_up_to_images": 6,
     }
     assert source.startswith("train.sh:1 MAX_PIXELS=602112 (one image a row: 602112 // 784")
     assert result.plan.fits and result.context[2].image_tokens == 768  # the verdict and the plan as before
     assert printout.media_mark(result.media) == ", one image a row of at most 768 tokens (assumed)"
+
+
+@pytest.mark.parametrize("n,fits", [(6, True), (7, False)])
+def test_the_most_images_a_row_holds_is_what_check_says_for_that_many(n, fits):
+    """The condition's 6 images of 768 tokens (ms-swift 2.x inserts them after the text's cut: each lengthens the
+    row) against check with --images N --tokens-per-image 768 itself: 6 fit, 7 do not."""
+    told = {**FIELD, "images": n, "tokens_per_image": 768}
+    result = checkconfig.check_config([str(SWIFT_2753)], told)
+    assert result.plan.fits is fits and result.context[2].seq_len == 2048 + n * 768
+
+
+def test_where_the_length_holds_the_images_the_most_is_what_it_holds(tmp_path):
+    """LLaMA-Factory's cutoff_len holds the images' tokens (field run lf-9331, 2,048 tokens, 334 an image): at most
+    6 images a row whatever the memory, said so."""
+    run = ROOT / "tests/field/lf-9331-qwen25vl7b-lora-5090/qwen2_5vl_lora_sft.yaml"
+    result = checkconfig.check_config([str(run)], {"gpu": "rtx5090", "gpus_per_node": 1})
+    assert result.media["fits_up_to_images"] == 6 == 2048 // result.media["tokens_per_image"]
+    assert result.media["condition"].endswith("fits rows of up to 6 such images (the row's length holds no more)")
 
 
 @pytest.mark.parametrize(
