@@ -33,7 +33,7 @@ def sequences_per_generation(s: Setup) -> int:
     generation batch feeds S x as many micro-steps, each rank's rows gathered in its group and shared out
     (ms-swift 4.6.0 swift/rlhf_trainers/grpo_trainer.py:152-153, rollout_mixin.py:308-330): a rank
     generates 1/S of the rows its micro-steps train on, whole (its engine runs no sequence parallel)."""
-    return s.micro_batch * s.knobs.workload.steps_per_gen(s.grad_accum) // s.knobs.sequence_parallel
+    return max(1, s.micro_batch * s.knobs.workload.steps_per_gen(s.grad_accum) // s.knobs.sequence_parallel)
 
 
 def generation_terms(s: Setup, n: int | None = None) -> dict[str, int]:

@@ -226,6 +226,8 @@ def deciding_term(plan: Plan) -> tuple[str, int, list[str]]:
         and (m.peak_phase in NOGRAD_PHASES or m.peak_phase in ("generation", "chord-sft"))
     ):
         label, fix = RL_TERMS[m.peak_term]
+        if "--logprobs" in fix and "swift_logps_bytes" in d:  # ms-swift scores with its own head: no --logprobs
+            fix = "a smaller micro-batch or shorter completions (ms-swift's log-probs hold the completion's logits)"
         tower = [tower_fix(plan, d.get("vision_knob", 0))] if m.peak_term == "generation_tower" else []
         return label, d.get(m.peak_term + "_bytes", 0), tower + [fix]
     if m.peak_phase == "weight-sync":  # what the sync adds to a generation's residents (an asleep engine's weights)

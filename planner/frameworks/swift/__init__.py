@@ -22,6 +22,7 @@ from planner.frameworks.rules import (
     kind,
     stacked_experts_prequant,
     torchao_line_rules,
+    workload_of,
 )
 from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_ONE_STATE, TRANSFORMERS_TORCHAO
 from planner.frameworks.swift.keys import KEYS
@@ -86,6 +87,14 @@ SAMPLE = (
     "ms-swift's `swift sample` arguments (sampler_engine, num_return_sequences: swift/arguments/sampling_args.py:59-69) "
     "generate rows, not train: not planned"
 )
+
+
+def _split_steps(k: dict, w) -> bool:
+    """A GRPO split under sequence parallel S whose accumulation or steps per generation is not S micro-steps each."""
+    sp, work = k["sequence_parallel"], workload_of(k)
+    if kind(k) != "grpo" or sp < 2 or work is None:
+        return False
+    return bool(w.grad_accum % sp or work.steps_per_gen(w.grad_accum) % sp)
 
 
 def _megatron(keys: set[str], data: dict) -> bool:
@@ -268,8 +277,8 @@ FRAMEWORK = Framework(
     kto_runs={"packed": "swift/arguments/rlhf_args.py:710-717 (padding_free/packing: grpo, dpo, kto, gkd)"},
     kto_why={"sequence_parallel": KTO_NO_SP},
     # GRPO under --sequence_parallel_size (rlhf_args.py:719-725): each rank scores its slice of every completion
-    # from the slice's whole logits (rlhf_trainers/grpo_trainer.py:1470-1494, planner.estimate.temp_terms.
-    # whole_logits), and runs S micro-steps for each (:152-153: the SP group's ranks share their rows)
+    # from the slice's logits (rlhf_trainers/grpo_trainer.py:1470-1494, planner.estimate.temp_terms.swift_logps),
+    # and runs S micro-steps for each (:152-153: the SP group's ranks share their rows)
     grpo_sp="swift/arguments/rlhf_args.py:719-725; rlhf_trainers/grpo_trainer.py:152-153, 1470-1494",
     grpo_old_logps="always",  # rlhf_trainers/grpo_trainer.py:760-763
     grpo_chord=True,  # rlhf_trainers/utils.py:1633-1675
@@ -297,11 +306,12 @@ FRAMEWORK = Framework(
         Rule(  # the accumulation its GRPO runs under sequence parallel is the flag's x S (reader_rl.grpo_split_steps)
             "grad_accum",
             lambda k, w: (
-                f"GRPO under --sequence_parallel_size {k['sequence_parallel']} runs --gradient_accumulation_steps x "
-                f"{k['sequence_parallel']} micro-steps (rlhf_trainers/grpo_trainer.py:152-153): an accumulation of "
-                f"{w.grad_accum} is not one"
+                f"GRPO under --sequence_parallel_size {k['sequence_parallel']} runs --gradient_accumulation_steps and "
+                f"--steps_per_generation x {k['sequence_parallel']} micro-steps (rlhf_trainers/grpo_trainer.py:152-153, "
+                f"rollout_mixin.py:328-330): an accumulation of {w.grad_accum} micro-steps, a generation every "
+                f"{workload_of(k).steps_per_gen(w.grad_accum)}, is not one"
             ),
-            lambda k, w: kind(k) == "grpo" and k["sequence_parallel"] > 1 and w.grad_accum % k["sequence_parallel"],
+            _split_steps,
             scope="split",
         ),
         Rule(

@@ -74,7 +74,7 @@ def test_ms_swift_runs_the_old_policys_pass_every_generation_where_trl_skips_it(
 def test_an_accumulation_that_is_not_s_micro_steps_each_is_refused():
     req = {"model": "qwen2.5-7b", "gpu": "a100-80gb", "gpus_per_node": 8, "micro_batch": 4, "grad_accum": 6}
     req |= {"framework": "swift", "sequence_parallel": 4, "zero_stage": 3, "workload": {"kind": "grpo"}}
-    with pytest.raises(BadInput, match="an accumulation of 6 is not one"):
+    with pytest.raises(BadInput, match="an accumulation of 6 micro-steps, a generation every 6, is not one"):
         advise.check(advise.parse(advise.CheckRequest, req))
 
 
@@ -105,3 +105,33 @@ def test_a_sequence_parallel_given_beside_the_files_is_the_one_the_accumulation_
     the global batch the files' 256 each time."""
     p = check(SP_GRPO, sequence_parallel=sp).plan
     assert (p.sequence_parallel, p.grad_accum, p.global_batch) == (sp, accum, 256)
+
+
+def test_the_searchs_split_alternatives_run_s_micro_steps_each():
+    """check's alternatives may split the rows (sequence_parallel 2, 4, 8 when nothing fits without): each one's
+    accumulation and steps per generation are S micro-steps each (the split rule), a rank generating at least one
+    row (a full fine-tune under DDP with HF generation once divided by zero here)."""
+    req = {"model": "qwen2.5-7b", "gpu": "h100-80gb", "gpus_per_node": 8, "micro_batch": 2, "grad_accum": 1}
+    req |= {"framework": "swift", "checkpointing": "full"}
+    req["workload"] = {"kind": "grpo", "generation": "hf", "max_completion_length": 4096, "max_prompt_length": 512}
+    result = advise.check(advise.parse(advise.CheckRequest, req))
+    for p in (result.plan, *result.suggestions):
+        sp = p.sequence_parallel
+        assert p.grad_accum % sp == 0 and p.workload.steps_per_gen(p.grad_accum) % sp == 0
+
+
+def test_the_advice_on_ms_swifts_log_probs_names_no_trl_knob():
+    """Where ms-swift's own log-probs decide a no-grad or CHORD phase, the advice does not name TRL's --logprobs (which
+    ms-swift does not take); TRL's plan keeps it."""
+    from planner.search.advice import deciding_term
+
+    def term(framework: str) -> list[str]:
+        req = {"model": "qwen2.5-1.5b", "gpu": "h100-80gb", "gpus_per_node": 8, "micro_batch": 2, "grad_accum": 2}
+        req |= {"framework": framework, "zero_stage": 3, "workload": {"kind": "grpo", "chord_sft_batch": 1}}
+        if framework == "trl":
+            req["workload"] = {"kind": "grpo"}
+        plan = advise.check(advise.parse(advise.CheckRequest, req)).plan
+        memory = plan.memory.model_copy(update={"peak_phase": "old-logps", "peak_term": "forward_transient"})
+        return deciding_term(plan.model_copy(update={"memory": memory}))[2]
+
+    assert not any("--logprobs" in f for f in term("swift")) and any("--logprobs" in f for f in term("trl"))
