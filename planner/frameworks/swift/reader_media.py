@@ -91,6 +91,10 @@ def image(
         return
     own = _own_image(c, env, where, release)
     if own is not None:
+        seq = c.setting(field)
+        if text and seq is not None:  # up to 3.3 --images N after the text's length, as the pixel path's (below)
+            each = own[0]
+            c.derived[field] = (COUNTS, lambda r: _text_then_images(int(seq.value), r, lambda _: each, lambda _: each))
         return _inserted(c, *own, release, text, limit, deletes)
     pixels = given or QWEN_VL_UTILS_MAX_PIXELS
     how = (

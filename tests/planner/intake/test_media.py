@@ -177,3 +177,14 @@ def test_images_n_beside_a_tile_or_token_cap_is_n_images_at_it(tmp_path, script)
     path.write_text(script)
     one = _planned([path], {"gpu": "h100"})[0]
     assert one in (770, 256) and _planned([path], {"gpu": "h100", "images": 2})[0] == 2 * one
+
+
+@pytest.mark.parametrize("n,fits", [(4, True), (5, False)])
+def test_images_n_lengthen_a_2x_row_of_a_models_own_images_as_its_condition_says(n, fits):
+    """Field run swift-1613 (ms-swift 2.x, MiniCPM-V 2.6: its own 640-token image after the text's 2,048): --images N
+    lengthens the row by N images, as the pixel path's rows (it kept the one-image 2,688 tokens, and refused 5 images
+    as over that length); the condition's most images, 4, is what check says for 4 and 5."""
+    run = ROOT / "tests/field/swift-1613-minicpmv26-int4-lora-8x4090/train.sh"
+    result = checkconfig.check_config([str(run)], {"gpu": "rtx4090", "images": n})
+    assert result.context[2].seq_len == 2048 + n * 640 and result.plan.fits is fits
+    assert checkconfig.check_config([str(run)], {"gpu": "rtx4090"}).media["fits_up_to_images"] == 4
