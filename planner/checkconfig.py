@@ -80,16 +80,13 @@ def with_most_images(condition: dict | None, result) -> dict | None:
     from planner.search.imagefit import most_images
 
     plan = result.plan
-    line = FRAMEWORKS[plan.framework].release(plan.release) if plan.framework in FRAMEWORKS else None
-    text_cut = line is not None and line.means("swift_max_length_counts") == "text"  # images after the text's cut
+    release = FRAMEWORKS[plan.framework].release(plan.release) if plan.framework in FRAMEWORKS else None
+    text_cut = release is not None and release.means("swift_max_length_counts") == "text"  # images after the cut
     k, whole = most_images(plan, model, hw, goal, condition["tokens_per_image"], text_cut)
-    held = (
-        ("the model's context holds no more" if text_cut else "the row's length holds no more")
-        if whole
-        else (f"{k + 1} do not fit")
-    )
-    line = f"; this configuration fits rows of up to {k:,} such image{'s' if k > 1 else ''} ({held})"
-    return {**condition, "fits_up_to_images": k, "condition": condition["condition"] + line}
+    room = "model's context" if text_cut else "row's length"
+    held = f"the {room} holds no more" if whole else f"{k + 1} do not fit"
+    said = f"; this configuration fits rows of up to {k:,} such image{'s' if k > 1 else ''} ({held})"
+    return {**condition, "fits_up_to_images": k, "condition": condition["condition"] + said}
 
 
 def asks_gpus(note: str) -> bool:

@@ -123,10 +123,8 @@ def logps_pass_terms(s: Setup, rows_kept: bool = False) -> dict[str, int]:
     elif temp_terms.whole_logits(s):  # ms-swift 3.2-3.6 on a multimodal model: the same moment without gradients
         scored, profile = min(width, s.knobs.workload.scored_tokens()), activation_terms.text_shape(s)[3]
         head = recipe_terms.whole_logits_logps_bytes(t, rows, width, scored, profile)
-    elif swift := temp_terms.swift_logps(s):  # ms-swift's own log-probs (Framework.grpo_logprobs)
-        c, upcast = compute_dtype_bytes(s), recipe_terms.swift_logits_upcast(s.knobs)
-        tokens = width if swift == "slice" else min(width, s.knobs.workload.scored_tokens())
-        head = recipe_terms.swift_logps_bytes(rows, tokens, t.vocab, c, upcast, False, swift)
+    elif temp_terms.swift_logps(s):  # ms-swift's own log-probs (Framework.grpo_logprobs)
+        head = temp_terms.swift_logps_head_bytes(s, rows, width, compute_dtype_bytes(s), False)
     elif s.knobs.workload.logprobs == "full":  # the logits of the chunk, and one row's log_softmax at a time
         head = compute_dtype_bytes(s) * (rows * width + shape[1]) * t.vocab
     else:

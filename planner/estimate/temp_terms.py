@@ -69,6 +69,15 @@ def swift_logps(s: Setup) -> str:
     return "copied" if how == "swift-copy" else ""
 
 
+def swift_logps_head_bytes(s: Setup, rows: int, width: int, c: int, grad: bool) -> int:
+    """ms-swift's own log-probs over `rows` of `width` tokens (swift_logps' path, recipe_terms.swift_logps_bytes):
+    the completion's tokens, or every token of the rank's slice; `c` the logits' dtype bytes."""
+    path, w = swift_logps(s), s.knobs.workload
+    tokens = width if path == "slice" else min(width, w.scored_tokens())
+    upcast = recipe_terms.swift_logits_upcast(s.knobs)
+    return recipe_terms.swift_logps_bytes(rows, tokens, s.model.text.vocab, c, upcast, grad, path)
+
+
 def kto_entropy_bytes(s: Setup) -> int:
     """TRL v1.7.0 .. v1.9.0's KTO at its entropy metric, just before backward (Framework.kto_entropy_copy,
     planner.estimate.kto_entropy), every activation saved; 0 where the release does not run it."""
@@ -114,10 +123,8 @@ def _logits_loss_bytes(s: Setup) -> int:
         return gkd.loss_bytes(s, rows)
     if whole_logits(s):  # ms-swift 3.2-3.6's GRPO on a multimodal model
         return recipe_terms.whole_logits_logps_bytes(t, rows, width, min(width, w.scored_tokens()), p)
-    if swift := swift_logps(s):  # ms-swift's GRPO: its own log-probs (kept, copied, or the rank's slice's)
-        tokens = width if swift == "slice" else min(width, w.scored_tokens())
-        c, upcast = act.saved_dtype_bytes(p)[1], recipe_terms.swift_logits_upcast(s.knobs)
-        return recipe_terms.swift_logps_bytes(rows, tokens, t.vocab, c, upcast, True, swift)
+    if swift_logps(s):  # ms-swift's GRPO: its own log-probs (kept, copied, or the rank's slice's)
+        return swift_logps_head_bytes(s, rows, width, act.saved_dtype_bytes(p)[1], True)
     if fp32_logps.scores_fp32(s):  # LLaMA-Factory's DPO and KTO: one log_softmax over the fp32 logits
         return fp32_logps.backward_head_bytes(rows * width, t.vocab)
     if w.rl and w.logprobs == "full":

@@ -83,11 +83,11 @@ class Memory:
     # where its GRPO runs the reference model's log-prob pass (planner.estimate.ref_in_step): "between", before the
     # micro-step as TRL does; "in-step", inside the loss after the policy's forward (ms-swift 3.5-3.6)
     grpo_reference: str = "between"
-    # how its GRPO scores the tokens (planner.estimate.temp_terms.
-    # swift_logps): "recipe", as --logprobs says (TRL 1.16's fused head by default); "swift", ms-swift 4.6.0's own:
-    # the model's logits over the completion (logits_to_keep + 1), divided in place, TRL's selective_log_softmax
-    # (swift/rlhf_trainers/grpo_trainer.py:1564-1600), and under sequence parallel the logits of every token of the
-    # rank's slice (:1470-1494)
+    # how its GRPO scores the tokens (planner.estimate.temp_terms.swift_logps): "recipe", as --logprobs says (TRL
+    # 1.16's fused head by default); "swift", ms-swift 4.6.0's own: the model's logits over the completion
+    # (logits_to_keep + 1), divided in place, TRL's selective_log_softmax (swift/rlhf_trainers/grpo_trainer.py:
+    # 1564-1600), and under sequence parallel the logits of every token of the rank's slice (:1470-1494);
+    # "swift-copy", ms-swift 3.x's: the kept logits divided into a copy (v3.7.0 :1470-1477, v3.12.0 :1573-1599)
     grpo_logprobs: str = "recipe"
     # when its GRPO runs the old policy's log-prob pass (Workload.computes_old_logps): "aligned", TRL's rule (only when
     # generation is not aligned with the optimizer step, or under vLLM); "always", every generation batch (ms-swift

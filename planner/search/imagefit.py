@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from planner.errors import BadInput
 from planner.model import images
 from planner.model.modelspec import ModelSpec
-from planner.search.lengths import with_image_tokens
+from planner.search.lengths import longest_fitting, with_image_tokens
 
 MAX_SIDE = 8192  # square images tried up to this side (pixels)
 
@@ -129,7 +129,7 @@ def most_images(plan, model: ModelSpec, hw, goal, each: int, text_cut: bool = Fa
     (planner.intake.media.condition): (the most such images a row holds with the plan still fitting, whether the
     row's length allows no more). Where the length holds the images' tokens (cut or deleted past it), more images
     leave less text within it; where it cuts the text alone (`text_cut`: ms-swift 2.x to 3.3, the images' tokens
-    inserted after), each image lengthens the row, up to the model's context. A bisection over the counts."""
+    inserted after), each image lengthens the row, up to the model's context (lengths.longest_fitting's bisection)."""
     text = goal.seq_len - each if text_cut else 0
     room = model.text.max_positions - text if text_cut else goal.seq_len
     top = max(1, room // max(1, each))
@@ -138,11 +138,8 @@ def most_images(plan, model: ModelSpec, hw, goal, each: int, text_cut: bool = Fa
         n = k * each
         return k <= 1 or with_image_tokens(plan, model, hw, goal, n, **({"seq_len": text + n} if text_cut else {})).fits
 
-    lo, hi = 1, top + 1  # fits(lo) holds; hi does not, or is past the length
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo, lo == top
+    k = longest_fitting(fits, top)
+    return k, k == top
 
 
 def with_cut(out: dict, goal) -> dict:
