@@ -55,31 +55,21 @@ def measure_ranks(
                 }
             )
         )
-        cmd = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node",
-            str(world),
-            "--master_addr",
-            "127.0.0.1",
-            "--master_port",
-            str(free_port()),
-            "-m",
-            module,
-            str(path),
-            tmp,
-        ]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "DS_ACCELERATOR": "cpu"}
-        proc = subprocess.run(
-            cmd,
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=env,
-            cwd=Path(__file__).resolve().parents[1],
-        )
+        for _ in range(3):  # a port taken between free_port and torchrun's bind: again on another
+            cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world)]
+            cmd += ["--master_addr", "127.0.0.1", "--master_port", str(free_port()), "-m", module, str(path), tmp]
+            proc = subprocess.run(
+                cmd,
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                env=env,
+                cwd=Path(__file__).resolve().parents[1],
+            )
+            if proc.returncode == 0 or "EADDRINUSE" not in proc.stderr:
+                break
         if proc.returncode != 0:
             raise RuntimeError(f"torchrun exited {proc.returncode}: {proc.stderr[-2000:]}")
         return [json.loads((Path(tmp) / f"rank{r}.json").read_text()) for r in range(world)]

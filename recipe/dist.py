@@ -5,12 +5,34 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import socket
 import sys
 from typing import NoReturn
 
 
-def free_port() -> int:
+def _ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
+    """The lowest port the kernel hands out for outgoing connections (Linux's default range is 32768-60999)."""
+    try:
+        return int(open(path).read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_port(tries: int = 64) -> int:
+    """A local port free now for torchrun's rendezvous, drawn below the kernel's ephemeral range. A port from
+    bind(0) lies inside that range, where the gloo connections of ranks running beside it take their own
+    ports: CI's run at stop 79 lost a torchrun to EADDRINUSE that way. Falls back to bind(0)."""
+    low = max(_ephemeral_low(), 10_001)
+    rng = random.SystemRandom()
+    for _ in range(tries):
+        port = rng.randrange(10_000, low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -13,6 +13,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from recipe.dist import free_port
+
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol")
 
 
@@ -28,12 +30,12 @@ def missing() -> str | None:
 
 
 def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
+    """n distinct free ports below the ephemeral range (recipe.dist.free_port)."""
+    ports: list[int] = []
+    while len(ports) < n:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
     return ports
 
 
