@@ -63,6 +63,7 @@ Optimizer = Literal[  # a tuple, as Python 3.10 takes a star expression only ins
         "galore-adamw-8bit",
         "apollo-adamw",
         "muon",
+        "muonclip",  # ms-swift 4's MuonClip: one momentum buffer for every trained tensor (planner.estimate.muonclip)
         "adamw-torchao-4bit",
         "adamw-torchao-8bit",
         *ONE_STATE_OPTIMIZERS,
@@ -73,7 +74,7 @@ LOW_RANK_OPTIMIZERS = ("galore-adamw", "galore-adamw-8bit", "apollo-adamw")
 # GaLore's proj_type (galore-torch 1.0 galore_projector.py:12-42): the side each target's gradient is projected on (std:
 # the shorter one, reverse-std the longer, right, left, or full: both); planner.estimate.matrix_optim.projection_sides
 OptimizerProjection = Literal["std", "reverse-std", "right", "left", "full"]
-MATRIX_OPTIMIZERS = (*LOW_RANK_OPTIMIZERS, "muon")
+MATRIX_OPTIMIZERS = (*LOW_RANK_OPTIMIZERS, "muon", "muonclip")
 Fsdp = Literal["off", "full", "grad-op", "hybrid"]
 FsdpLoad = Literal["sharded", "whole"]  # planner.estimate.lifecycle.load_gpu_transient_bytes
 Loss = Literal["standard", "chunked", "fused"]
@@ -186,7 +187,8 @@ class KnobFields(BaseModel):
         default="adamw",
         description=(
             "adamw (torch foreach), adamw-fused, sgd, adafactor, adamw-8bit, paged-adamw, paged-adamw-8bit, galore-adamw, "
-            "galore-adamw-8bit, apollo-adamw (low-rank projected states of the optimizer_targets linears), muon, or "
+            "galore-adamw-8bit, apollo-adamw (low-rank projected states of the optimizer_targets linears), muon, muonclip "
+            "(ms-swift's MuonClip: one momentum buffer a parameter), or "
             "adamw-torchao-4bit / adamw-torchao-8bit (transformers' adamw_torch_4bit / adamw_torch_8bit), lion, lion-8bit, "
             "paged-lion, paged-lion-8bit, rmsprop-bnb, rmsprop-bnb-8bit (bitsandbytes' one-state optimizers), rmsprop or "
             "adagrad (torch's), adopt (axolotl's ADOPT: AdamW's two states, two foreach temporaries)"

@@ -187,8 +187,16 @@ def muon_state_bytes(s: Setup, state_bytes: int) -> int:
     return total
 
 
+def muonclip_state_bytes(s: Setup, state_bytes: int) -> int:
+    """ms-swift's MuonClip: one momentum buffer for every trained parameter, in its dtype, whatever its group
+    (swift/optimizers/muonclip.py:289-291; planner.estimate.muonclip reads the rest of it)."""
+    return trainable_params(s) * state_bytes
+
+
 def matrix_optimizer_bytes(s: Setup, state_bytes: int) -> int:
-    """The states of a GaLore, APOLLO or Muon optimizer on one GPU or under DDP (their projectors included)."""
+    """The states of a GaLore, APOLLO, Muon or MuonClip optimizer on one GPU or under DDP (their projectors included)."""
     if s.knobs.optimizer == "muon":
         return muon_state_bytes(s, state_bytes)
+    if s.knobs.optimizer == "muonclip":
+        return muonclip_state_bytes(s, state_bytes)
     return low_rank_state_bytes(s, state_bytes) + low_rank_projector_bytes(s, state_bytes)

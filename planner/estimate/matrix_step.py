@@ -23,6 +23,7 @@ from planner.estimate.matrix_optim import (
     trained_tensors,
 )
 from planner.estimate.muon_step import muon_step_temp_bytes
+from planner.estimate.muonclip import muonclip_step_temp_bytes
 from planner.estimate.setup import Setup
 from planner.frameworks import adapter
 from planner.model.shapes import Tensors
@@ -196,4 +197,6 @@ def matrix_step_temp_bytes(s: Setup, state_bytes: int) -> int:
     """The temporaries of a GaLore, APOLLO or Muon step (planner.estimate.state_terms.optimizer_step_temp_bytes)."""
     if s.knobs.optimizer == "muon":
         return muon_step_temp_bytes(s, state_bytes)
+    if s.knobs.optimizer == "muonclip":
+        return muonclip_step_temp_bytes(s, state_bytes)
     return low_rank_step_temp_bytes(s, state_bytes)

@@ -280,6 +280,7 @@ def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
         "galore-adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
         "apollo-adamw": 2 * state_bytes,
         "muon": 2 * state_bytes,
+        "muonclip": state_bytes,  # one momentum buffer, whatever the group (planner.estimate.muonclip)
         # torchao's, quantized tensors only (planner.estimate.torchao_optim counts the rest and the qmaps)
         "adamw-torchao-4bit": 1 + 2 * 4 / TORCHAO_BLOCK,
         "adamw-torchao-8bit": 2 + 2 * 4 / TORCHAO_BLOCK,

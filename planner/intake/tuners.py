@@ -48,7 +48,7 @@ UNPLANNED_OPTIMIZERS = {
     "galore_adafactor": "GaLore's projected Adafactor",
     "q_galore": "Q-GaLore's quantized projections",
     "qgalore": "Q-GaLore's quantized projections",
-    "muonclip": "MuonClip's QK-clipped Muon",
+    "muonclip": "MuonClip's QK-clipped Muon outside ms-swift 4",
     "adam_mini": "Adam-mini's reduced states",
     "adam-mini": "Adam-mini's reduced states",
     "badam": "BAdam's block-wise updates",

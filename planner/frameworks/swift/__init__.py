@@ -132,6 +132,22 @@ LORA_LLM_RULES = (
         ),
     ),
 )
+# --optimizer muonclip is swift/optimizers/muonclip.py from v4.0.0 (no 3.x tag has it); its max-logit tracker copies
+# each layer's attention scores to fp32 under eager attention (muonclip.py:59-79), which memplan does not plan
+MUONCLIP_RULES = (
+    Rule(
+        "optimizer",
+        "--optimizer muonclip is ms-swift's MuonClip, from v4.0.0 (swift/optimizers/muonclip.py): give "
+        "--framework swift@4",
+        lambda k: k.get("optimizer") == "muonclip" and k.get("release", "") not in ("", "4"),
+    ),
+    Rule(
+        "optimizer",
+        "--optimizer muonclip under eager attention: its max-logit tracker copies each layer's attention scores to "
+        "fp32 (swift/optimizers/muonclip.py:59-79), which memplan does not plan; use --attention sdpa or flash",
+        lambda k: k.get("optimizer") == "muonclip" and k.get("attention") == "eager",
+    ),
+)
 FRAMEWORK = Framework(
     low_rank_order="targets-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
     muon_newton_schulz="compiled",  # its clone of Moonlight's toy_train Muon (optimizers/muon.py:18): @torch.compile
@@ -223,6 +239,7 @@ FRAMEWORK = Framework(
             "galore-adamw",
             "galore-adamw-8bit",
             "muon",
+            "muonclip",  # --optimizer muonclip, v4.0.0+ (MUONCLIP_RULES)
             *TRANSFORMERS_TORCHAO,
             *TRANSFORMERS_ONE_STATE,
         ),
@@ -299,6 +316,7 @@ FRAMEWORK = Framework(
         VLM_LORA_ENDS,
         OMNI_WHOLE,
         *LORA_LLM_RULES,
+        *MUONCLIP_RULES,
         *torchao_line_rules("swift"),
         transformers_5_quant("swift"),  # ms-swift 4 on transformers 5: no compressed-tensors or HQQ base
         peft_fp8_quant("ms-swift", "requirements/framework.txt: v3.10.3 <0.18, v4.0.0 <0.19"),

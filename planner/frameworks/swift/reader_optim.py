@@ -3,7 +3,8 @@ galore: arguments/sft_args.py:217-218) with --galore_rank (128) and --galore_tar
 pipelines/train/tuner.py:418-420), GaLoreAdamW over the AdamWs and GaLoreAdamW8bit over the 8-bit ones
 (optimizers/galore/utils.py:189-214); --galore_optim_per_parameter still steps every optimizer in the trainer's step
 (utils.py:66-71), so the gradients are held as without it; --galore_quantization is Q-GaLore (refused). --optimizer
-muon is Moonlight's Muon (optimizers/muon.py:9-52)."""
+muon is Moonlight's Muon (optimizers/muon.py:9-52), --optimizer muonclip ms-swift 4's MuonClip (optimizers/muonclip.py,
+planner.estimate.muonclip), whose --optim_args (momentum, qk_clip_tau, ...) change no memory."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ ARGS = "swift/trainers/arguments.py"
 
 def read_matrix_optimizer(c: Collector, f: dict[str, Flag], plugin: str) -> bool:
     """Whether the file runs GaLore or Muon (the fields set); False for every other optimizer."""
-    if plugin == "muon":
-        c.set("optimizer", "muon", f["optimizer"].source, "--optimizer")
+    if plugin in ("muon", "muonclip"):
+        c.set("optimizer", plugin, f["optimizer"].source, "--optimizer")
         return True
     on = f.get("use_galore")
     if plugin != "galore" and (on is None or not as_bool(on.value)):

@@ -1,6 +1,6 @@
 """ms-swift's flags for GaLore and Muon (what reader_optim.py reads): --use_galore with --galore_rank,
 --galore_proj_type and --galore_target_modules over --optim adamw_torch or adamw_bnb_8bit
-(optimizers/galore/utils.py:189-214), or --optimizer muon; torch's optimizers as --optim."""
+(optimizers/galore/utils.py:189-214), or --optimizer muon / muonclip; torch's optimizers as --optim."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from planner.model.shapes import ATTENTION_LINEARS
 
 
 def optimizer_flags(plan) -> list[tuple[str, object]]:
-    if plan.optimizer == "muon":
-        return [("optimizer", "muon")]
+    if plan.optimizer in ("muon", "muonclip"):
+        return [("optimizer", plan.optimizer)]
     if plan.optimizer not in ("galore-adamw", "galore-adamw-8bit"):
         return [KEYS.pair("optimizer", export.HF_OPTIM[plan.optimizer])]
     out = [

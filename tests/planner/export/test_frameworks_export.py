@@ -107,6 +107,7 @@ CASES = {
             "optimizer_projection": "full",
         },
         "muon": {**MATRIX, "optimizer": "muon"},
+        "muonclip": {**MATRIX, "optimizer": "muonclip", "lora_rank": 8},  # optimizer/muonclip.sh's
         "freeze": {"trained_layers": 4, "precision": "bf16-pure", "checkpointing": "full"},
         "llama_pro": {
             "trained_layers": 4,

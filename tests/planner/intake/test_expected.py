@@ -240,6 +240,11 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
         },
         ["--padding_free true"],
     ),
+    f"{SW}/train/optimizer/muonclip.sh": (  # MuonClip's one momentum buffer a parameter (planner.estimate.muonclip)
+        "swift",
+        {"optimizer": "muonclip", "lora_rank": 8, "micro_batch": 1, "grad_accum": 16, "seq_len": 2048},
+        [],
+    ),
     f"{SW}/train/grpo/internal/chord.sh": (  # CHORD's one SFT row a device beside GRPO's 4 (planner.estimate.chord)
         "swift",
         {

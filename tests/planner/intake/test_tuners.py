@@ -119,6 +119,7 @@ def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
         ("lf.yaml", LF + "finetuning_type: full\nuse_muon: true\n", ("muon", None)),
         ("train.sh", SWIFT + "--tuner_type full --use_galore true --galore_rank 64\n", ("galore-adamw", 64)),
         ("train.sh", SWIFT + "--tuner_type full --optimizer muon\n", ("muon", None)),
+        ("train.sh", SWIFT + "--tuner_type full --optimizer muonclip\n", ("muonclip", None)),
         (
             "ax.yaml",
             AXOLOTL + "optimizer: galore_adamw_8bit\noptim_args: rank=32\noptim_target_modules: all_linear\n",
@@ -136,7 +137,7 @@ def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
 )
 def test_galore_apollo_and_muon_are_read_into_the_optimizer_fields(tmp_path, name, text, want):
     """Each framework's own keys: LLaMA-Factory's use_galore / use_apollo / use_muon with their ranks (16 by default),
-    ms-swift's --use_galore and --optimizer muon, transformers' optim with optim_args rank= (axolotl, HF, TRL)."""
+    ms-swift's --use_galore, --optimizer muon and muonclip, transformers' optim with optim_args rank= (axolotl, HF, TRL)."""
     reading = _read(tmp_path, name, text)
     assert (reading.request["optimizer"], reading.request.get("optimizer_rank")) == want
 
@@ -224,6 +225,25 @@ def test_lora_with_galore_is_refused_as_llamafactory_refuses_it():
         Knobs(framework="llamafactory", optimizer="muon", zero_stage=2)
     with pytest.raises(ValueError, match="cannot run --optimizer muon"):
         Knobs(framework="hf", optimizer="muon")
+
+
+def test_muonclip_is_ms_swift_4s_alone_and_refused_where_it_is_not_planned():
+    """ms-swift's MuonClip (swift/optimizers/muonclip.py, from v4.0.0): planned on its 4 line without DeepSpeed or FSDP;
+    refused on 3.x, under eager attention (its tracker's fp32 copy of the scores), under ZeRO, and by the frameworks
+    without it."""
+    from planner.config.spec import Knobs
+
+    assert Knobs(framework="swift", optimizer="muonclip", lora_rank=8).optimizer == "muonclip"
+    assert Knobs(framework="swift", release="4", optimizer="muonclip").optimizer == "muonclip"
+    with pytest.raises(ValueError, match="from v4.0.0"):
+        Knobs(framework="swift", release="3.9", optimizer="muonclip")
+    with pytest.raises(ValueError, match="under eager attention"):
+        Knobs(framework="swift", optimizer="muonclip", attention="eager")
+    with pytest.raises(ValueError, match="without DeepSpeed or FSDP"):
+        Knobs(framework="swift", optimizer="muonclip", zero_stage=2)
+    for framework in ("llamafactory", "axolotl", "hf"):
+        with pytest.raises(ValueError, match="cannot run --optimizer muonclip"):
+            Knobs(framework=framework, optimizer="muonclip")
 
 
 def test_transformers_layerwise_galore_is_a_step_in_backward_and_its_command_reads_back(tmp_path):
