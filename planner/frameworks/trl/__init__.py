@@ -125,6 +125,11 @@ FRAMEWORK = Framework(
     gkd_loss="whole",
     dpo_why={"packed": NO_PADDING_FREE, "sequence_parallel": NO_DPO_SPLIT},
     kto_why=NO_KTO_SPLITS,  # no KTO line packs or splits its rows (releases.py)
+    grpo_sp_why=(
+        "its GRPOConfig refuses parallelism_config's cp_size or sp_size above 1: GRPO builds its inputs after "
+        "generation, which sequence sharding cannot split (trl 1.16.0 trl/trainer/grpo_config.py:1068-1075; the "
+        "lines before parallelism_config have no sequence parallel)"
+    ),
     pads_per_batch=(  # max_length is a cap: each collator pads to the batch's longest row
         "TRL pads each micro-batch to its longest row: v1.9.0 trl/trainer/sft_trainer.py:1197, :489-493 "
         "(DataCollatorForLanguageModeling), dpo_trainer.py:746, :191 (DataCollatorForPreference), utils.py:155 (pad: "

@@ -167,6 +167,10 @@ def test_the_layout_refuses_what_the_split_cannot_run(layout, knobs, needle):
         ({"tensor_parallel": 2, "workload": {"kind": "grpo"}, "fsdp": "full"}, "not planned yet"),
         ({"sequence_parallel": 2, "workload": {"kind": "grpo"}}, "cannot run --sequence-parallel with --workload grpo"),
         (
+            {"sequence_parallel": 2, "workload": {"kind": "grpo"}, "framework": "trl", "zero_stage": 3},
+            "GRPOConfig refuses parallelism_config's cp_size or sp_size above 1",
+        ),
+        (
             {"sequence_parallel": 2, "workload": {"kind": "grpo"}, "framework": "verl", "fsdp": "full"},
             "not planned yet",
         ),
