@@ -308,3 +308,9 @@ def read_file(
     """planner.intake's dispatch of a axolotl YAML (Framework.reads; `flags`: the command line's, `words`: its positional
     words after the file, `script`: the command's file): read as it is (axolotl's own flags are not read)."""
     read(c, data, path, vars)
+    if script == path:  # given alone: the launch, and so the processes, left open
+        c.note(
+            f"{path.name} alone: axolotl train launches accelerate (v0.19.0 cli/main.py:84-86, --launcher accelerate by "
+            "default), which starts one process a visible GPU where no accelerate config says otherwise (accelerate "
+            "1.13.0 commands/launch.py:1300-1316: pass --gpus-per-node)"
+        )
