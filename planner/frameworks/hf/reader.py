@@ -11,6 +11,7 @@ from pathlib import Path
 from planner.frameworks.hf import reader_optim as hf_optim
 from planner.frameworks.hf.keys import ARGS, BASE
 from planner.frameworks.hf.keys import KEYS as K
+from planner.frameworks.hf.reader_launch import alone_note
 from planner.frameworks.hf.reader_sharding import sharding
 from planner.frameworks.runs import TRANSFORMERS_LOW_RANK
 from planner.frameworks.trl import reader_gkd as gkdargs
@@ -318,3 +319,5 @@ def read_file(
         vars=vars,
         why=f"{path.name}: {trainer} arguments",
     )
+    if script == path:  # given alone: the launch, and so the processes, left open
+        c.note(alone_note(path, trainer))

@@ -40,7 +40,7 @@ def read_file(
     if script == path:
         c.note(
             f"{path.name} alone: USE_V1=1 llamafactory-cli sft starts torchrun with one process a visible GPU "
-            f"({V1}launcher.py:48-121): give --gpus-per-node N (and --nodes)"
+            f"({V1}launcher.py:48-121: pass --gpus-per-node)"
         )
 
 

@@ -173,6 +173,11 @@ def read_alone(c: Collector, data: dict, path: Path) -> None:
         f"{path.name} (read as torchtune's {recipe}, told from the file's name and model builder; `tune run RECIPE "
         "--config FILE` names the recipe)"
     )
+    if distributed:  # the launch, and so the processes, left open
+        c.note(
+            f"{path.name} alone: `tune run --nproc_per_node N` starts N processes, `tune run` without torchrun's "
+            "arguments one (torchtune 0.6.1 torchtune/_cli/run.py:113-117, 206-215: pass --gpus-per-node)"
+        )
     read(c, data, path, recipe, {})
 
 

@@ -73,8 +73,13 @@ def test_a_recipe_yaml_alone_is_read_as_the_recipe_its_name_says():
     [("llama3_2/3B_full_single_device.yaml", "off", True), ("llama3_1/8B_full.yaml", "full", False)],
 )
 def test_a_full_finetune_yaml_alone_is_single_device_or_distributed_by_its_name(name, fsdp, bwd):
-    req = read(CONFIGS / name).request
+    """A distributed recipe's YAML alone leaves its processes to `tune run --nproc_per_node`: the reading asks for
+    them; a single-device recipe runs one."""
+    r = read(CONFIGS / name)
+    req = r.request
     assert (req["lora_rank"], req["fsdp"], req["optimizer_in_backward"]) == (0, fsdp, bwd)
+    asked = [n for n in r.unplanned if "alone: `tune run --nproc_per_node N`" in n and "pass --gpus-per-node)" in n]
+    assert "gpus_per_node" not in req and len(asked) == (fsdp == "full")
 
 
 def command(tmp_path, text):
