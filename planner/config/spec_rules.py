@@ -201,10 +201,10 @@ def parallel_rules(k: KnobFields) -> None:
             "are not split by torch's tensor-parallel plan; use --tensor-parallel 1",
             "tensor_parallel",
         )
-    # Ulysses alone: planned for DPO, KTO and one trainer's GRPO (the frameworks that run none say so:
-    # Runs.dpo_runs, Runs.kto_runs, Runs.grpo_sp)
-    one_trainer = k.workload.kind in ("dpo", "kto") or (k.workload.kind == "grpo" and not k.role_run)
-    if k.parallel > 1 and k.workload.rl and not (one_trainer and k.parallel == k.sequence_parallel):
+    # Ulysses alone: planned for DPO, KTO and GRPO, one trainer's or split into roles (the frameworks that run none
+    # say so: Runs.dpo_runs, Runs.kto_runs, Runs.grpo_sp); PPO's critic splits on its own
+    alone = k.workload.kind in ("dpo", "kto", "grpo")
+    if k.parallel > 1 and k.workload.rl and not (alone and k.parallel == k.sequence_parallel):
         raise BadInput(
             f"--workload {k.workload.kind} with tensor, sequence or context parallelism: RL roles split this way "
             "are not planned yet; plan it without them",

@@ -125,14 +125,22 @@ def pass_tokens(s: Setup, budget: int | None, rows: int) -> tuple[int, int]:
     """(rows, width) of one micro-batch of `rows` padded rows: a token budget packs whole rows into one of at most
     `budget` tokens (verl rearrange_micro_batches, utils/seqlen_balancing.py:348-500; no more than the rank holds:
     micro x accumulation x generations rows); remove-padding packs the micro-batch's rows into one; otherwise padded
-    rows of the full length."""
+    rows of the full length. Under Ulysses S the micro-batch is its group's, the budget S x the rank's (verl 0.9.1
+    workers/engine/utils.py:104-111), and each rank runs 1/S of it (rank_width)."""
     w = s.knobs.workload
     if budget:
         held = s.micro_batch * s.grad_accum * w.steps_per_gen(s.grad_accum) * s.seq_len
-        return 1, max(s.seq_len, min(budget, held))
+        return 1, max(s.seq_len, min(budget * s.knobs.sequence_parallel, held))
     if w.roles.resolved(s.knobs.framework).remove_padding:
         return 1, rows * s.seq_len
     return rows, s.seq_len
+
+
+def rank_width(s: Setup, width: int) -> int:
+    """A packed micro-batch's tokens on one rank of its Ulysses group: 1/S, padded up to a multiple of S (verl 0.9.1
+    utils/ulysses.py:291-298, 121-133: ulysses_pad_and_slice_inputs). The log-probs gathered back whole after the head
+    (4 bytes a token, utils/ulysses.py gather_outputs_and_unpad) come after the logits are freed: not the peak."""
+    return -(-width // s.knobs.sequence_parallel)
 
 
 def packed_rows(s: Setup, budget: int | None, rows: int) -> int:
@@ -171,6 +179,7 @@ def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...
         micro = logprob_rows(s, role)
         budget = (role == "ref" and r.ref_logprob_max_tokens_per_gpu) or r.logprob_max_tokens_per_gpu
         rows, width = pass_tokens(s, budget, micro)
+        width = rank_width(s, width) if rows == 1 else width  # Ulysses needs the packed rows (verl's rules)
         entropy = role == "actor" and engine_of(s).logprob_entropy  # verl's compute_log_prob computes it always
         chunk, copies = role_heads.fused_head(s.knobs.framework, r.fused_kernels)
         if chunk:  # verl's fused head: a chunk's fp32 logits at a time
@@ -389,7 +398,7 @@ def other_roles_seconds(s: Setup, hw) -> float:
     from planner.estimate import speed
 
     R = roles_of(s)
-    tokens = s.micro_batch * s.grad_accum * s.seq_len  # one rank's rows of the step
+    tokens = s.micro_batch * s.grad_accum * s.seq_len // s.knobs.sequence_parallel  # one rank's tokens of the step
     rate = speed.gpu_tflops(hw, s.knobs.precision) * 1e12 * speed.efficiency(tokens, s.gpu)
     flops = 0.0
     if "critic" in R.models:

@@ -166,8 +166,13 @@ FRAMEWORK = Framework(
     ),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="verl sft_trainer and main_ppo",
-    # its actor's Ulysses (actor_rollout_ref.actor.ulysses_sequence_parallel_size) splits a role: not planned yet
-    grpo_sp_why="its roles split over ranks (ulysses_sequence_parallel_size) are not planned yet",
+    # its actor's Ulysses (actor_rollout_ref.actor.ulysses_sequence_parallel_size): the actor's update and the old and
+    # reference log-prob passes run on 1/S of each packed micro-batch's tokens, S ranks sharing its rows; the rollout
+    # engine's layout is its own (planner.estimate.roles.pass_tokens; verl 0.9.1 read with a helper)
+    grpo_sp=(
+        "workers/engine/fsdp/transformer_impl.py:651-652 (data-parallel size world / S), 1228-1242 (ids, positions and "
+        "labels sliced), workers/engine/utils.py:104-111 (the token budget x S), ref/dp_ref.yaml:39"
+    ),
     role_engine=ROLES,
     version="verl 0.9.1",
     package="verl",  # its pinned version decides the release (planner.intake.releases)
@@ -274,6 +279,14 @@ FRAMEWORK = Framework(
             f"Ulysses needs use_remove_padding, which needs flash attention (engine/fsdp/transformer_impl.py:148-152; "
             f"{ULYSSES_FLASH}): give --attention flash",
             lambda k: k["sequence_parallel"] > 1 and k["attention"] != "flash",
+        ),
+        Rule(
+            "sequence_parallel",
+            "Ulysses slices the packed rows, so its RL roles need model.use_remove_padding true "
+            "(engine/fsdp/transformer_impl.py:148-152, workers/config/actor.py:331-341)",
+            lambda k: (
+                k["sequence_parallel"] > 1 and (r := _roles(k)) is not None and not r.resolved("verl").remove_padding
+            ),
         ),
         Rule(
             "precision",

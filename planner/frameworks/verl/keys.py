@@ -22,6 +22,14 @@ KEYS = Table(
     Key("mini_batch", A + "actor.ppo_mini_batch_size", 256, "actor/actor.yaml:18"),
     Key("workload.num_iterations", A + "actor.ppo_epochs", 1, "actor/actor.yaml:119"),
     Key("micro_batch", A + "actor.ppo_micro_batch_size_per_gpu"),
+    # the deprecated global form, divided by the data-parallel groups (v0.7.0 workers/fsdp_workers.py:249-253)
+    Key("global_micro_batch", A + "actor.ppo_micro_batch_size"),
+    # the actor's Ulysses size (deprecated for fsdp_config's at 0.9.1, actor/dp_actor.yaml:32-34, still read: workers/
+    #   config/actor.py:327-329), which the reference follows (ref/dp_ref.yaml:39); 0.9.1's engine form beside it
+    Key("sequence_parallel", A + "actor.ulysses_sequence_parallel_size", 1, "actor/dp_actor.yaml:34"),
+    Key("engine_sequence_parallel", A + "actor.fsdp_config.ulysses_sequence_parallel_size"),
+    Key("ref_sequence_parallel", A + "ref.ulysses_sequence_parallel_size"),
+    Key("critic_sequence_parallel", "critic.ulysses_sequence_parallel_size"),
     Key("dynamic_batch", A + "actor.use_dynamic_bsz", False, "actor/actor.yaml:28"),
     Key("max_tokens_per_gpu", A + "actor.ppo_max_token_len_per_gpu", 16384, "actor/actor.yaml:33"),
     Key("kl_loss", A + "actor.use_kl_loss", False, "actor/actor.yaml:103"),

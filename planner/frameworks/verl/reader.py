@@ -10,7 +10,7 @@ from planner.frameworks.verl import reader_media, reader_sft
 from planner.frameworks.verl.keys import KEYS, short
 from planner.frameworks.verl.reader_megatron import refuse_megatron
 from planner.intake import hydra, line_defaults, releases
-from planner.intake.collect import Collector, as_bool, as_float, as_int, default, one
+from planner.intake.collect import GIVEN_FIELDS, Collector, as_bool, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import lookup, read_model
 
@@ -70,11 +70,18 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
     mini, ms = get(f, KEYS.key("mini_batch"))
     prompts, ps = get(f, KEYS.key("rollout_batch"))
     n_i, mini_i, prompts_i = as_int(n) or 1, as_int(mini), as_int(prompts)
+    sp = ulysses(c, f)
     world = (as_int(c.get("gpus_per_node")) or 0) * (as_int(c.get("nodes")) or 0)  # 0: asked (Reading.unknown_world)
+    dp = world // sp  # each Ulysses group of sp ranks shares its rows (workers/engine/fsdp/transformer_impl.py:651-652)
     key = KEYS.key("micro_batch")
     micro = as_int(one(f[key].value)) if key in f else None
     dynamic = as_bool(one(f[KEYS.key("dynamic_batch")].value)) if KEYS.key("dynamic_batch") in f else False
     source = f[key].source if key in f else default(VERL, "actor/actor.yaml:24", key)
+    whole = f.get(KEYS.key("global_micro_batch"))
+    if micro is None and whole is not None and dp and as_int(one(whole.value)) and not dynamic:
+        micro = max(1, as_int(one(whole.value)) // dp)  # v0.7.0 workers/fsdp_workers.py:249-253, floor division
+        source = f"{whole.source} / {dp} data-parallel groups (v0.7.0 workers/fsdp_workers.py:249-253)"
+        key = KEYS.key("global_micro_batch")
     if micro is None:
         micro = 1
         if dynamic:  # the token budget cuts the micro-batches; one sample is the split's unit
@@ -85,18 +92,35 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
     if mini_i:  # a flag's GPUs: the accumulation again from them
         c.derived["grad_accum"] = (
             ("gpus_per_node", "nodes"),
-            lambda b: max(1, mini_i * n_i // ((b.get("gpus_per_node") or 1) * (b.get("nodes") or 1) * micro)),
+            lambda b: max(1, mini_i * n_i * sp // ((b.get("gpus_per_node") or 1) * (b.get("nodes") or 1) * micro)),
         )
-    if mini_i and world and mini_i * n_i % (world * micro) == 0:
-        accum = mini_i * n_i // (world * micro)
+    if mini_i and dp and mini_i * n_i % (dp * micro) == 0:
+        accum = mini_i * n_i // (dp * micro)
+        groups = f"{world} GPUs" if sp == 1 else f"{dp} groups of {sp} Ulysses ranks"
         c.number(
             "grad_accum",
             accum,
-            f"{ms} x rollout.n {n_i} / ({world} GPUs x micro {micro})",
+            f"{ms} x rollout.n {n_i} / ({groups} x micro {micro})",
             short(KEYS.key("mini_batch")),
         )
         if prompts_i and prompts_i % mini_i == 0:
             c.number("workload.roles.mini_batches", prompts_i // mini_i, f"{ps} / {ms}", KEYS.key("rollout_batch"))
+
+
+def ulysses(c: Collector, f: dict[str, Flag]) -> int:
+    """The actor's Ulysses size (its own key or 0.9.1's fsdp_config form), which the old log-probs run at too and the
+    reference follows (ref/dp_ref.yaml:39); a reference or critic split of its own is named, not planned. Returned: the
+    size the batch is split by, a --sequence-parallel given beside the files (GIVEN_FIELDS) over theirs."""
+    engine = f.get(KEYS.key("engine_sequence_parallel"))
+    v, src = (one(engine.value), engine.source) if engine is not None else get(f, KEYS.key("sequence_parallel"))
+    sp = as_int(v) or 1
+    c.number("sequence_parallel", sp, src, short(KEYS.key("sequence_parallel")))
+    sp = GIVEN_FIELDS.get().get("sequence_parallel", sp)  # a --sequence-parallel beside the files splits the batch
+    for field, what in (("ref_sequence_parallel", "the reference's"), ("critic_sequence_parallel", "the critic's")):
+        own = f.get(KEYS.key(field))
+        if own is not None and (as_int(one(own.value)) or 1) != sp:
+            c.note(f"{own.source} ({what} own Ulysses size, not the actor's {sp}: not planned; planned at {sp})")
+    return sp
 
 
 def _roles(c: Collector, f: dict[str, Flag], near) -> None:
@@ -233,9 +257,10 @@ def _logprob_micro_batches(c: Collector, f: dict[str, Flag], dynamic: bool) -> N
             c.note(f"{given.source} (unused under use_dynamic_bsz, the passes cut by tokens: not planned)")
         elif key in f:
             c.number(f"workload.roles.{field}", one(f[key].value), f[key].source, short(key))
-        elif given is not None and world and as_int(one(given.value)):  # no Ulysses in main_ppo's plans: world ranks
-            rows = as_int(one(given.value)) // world  # fsdp_workers.py:266-274, floor division (0: not read)
-            c.number(f"workload.roles.{field}", rows, f"{given.source} / {world} GPUs", short(whole))
+        elif given is not None and world and as_int(one(given.value)):  # over the data-parallel groups
+            dp = world // GIVEN_FIELDS.get().get("sequence_parallel", as_int(c.get("sequence_parallel")) or 1)
+            rows = as_int(one(given.value)) // dp  # fsdp_workers.py:266-274, floor division (0: not read)
+            c.number(f"workload.roles.{field}", rows, f"{given.source} / {dp} data-parallel groups", short(whole))
         elif given is not None:
             c.note(f"{given.source} (a global micro-batch over GPUs not known: not planned)")
 

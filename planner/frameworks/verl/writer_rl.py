@@ -112,6 +112,8 @@ def overrides(plan: Plan, model: ModelSpec, hw: Hardware) -> list[Override]:
         (KEYS.key("ref_param_offload"), "ref" in r.offload),
         (KEYS.key("fsdp"), plan.fsdp != "grad-op"),
     ]
+    if plan.sequence_parallel > 1:  # the actor's Ulysses, which the reference follows (ref/dp_ref.yaml:39)
+        out.append((KEYS.key("sequence_parallel"), plan.sequence_parallel))
     if r.fused_kernels:  # the chunked log-prob head (off by default: model/hf_model.yaml:61)
         out.append((KEYS.key("workload.roles.fused_kernels"), True))
     out += budget_overrides(plan) + rollout_overrides(plan) + critic_overrides(plan, model) + reward_overrides(plan)

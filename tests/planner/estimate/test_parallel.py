@@ -170,9 +170,29 @@ def test_the_layout_refuses_what_the_split_cannot_run(layout, knobs, needle):
             {"sequence_parallel": 2, "workload": {"kind": "grpo"}, "framework": "trl", "zero_stage": 3},
             "GRPOConfig refuses parallelism_config's cp_size or sp_size above 1",
         ),
-        (
-            {"sequence_parallel": 2, "workload": {"kind": "grpo"}, "framework": "verl", "fsdp": "full"},
+        (  # PPO's critic splits on its own (critic.ulysses_sequence_parallel_size): not planned
+            {
+                "sequence_parallel": 2,
+                "workload": {"kind": "ppo"},
+                "framework": "verl",
+                "fsdp": "full",
+                "attention": "flash",
+            },
             "not planned yet",
+        ),
+        (
+            {"sequence_parallel": 2, "workload": {"kind": "grpo"}, "framework": "openrlhf", "zero_stage": 3},
+            "cannot run --sequence-parallel",
+        ),
+        (  # verl's Ulysses slices packed rows (engine/fsdp/transformer_impl.py:148-152)
+            {
+                "sequence_parallel": 2,
+                "workload": {"kind": "grpo", "roles": {"remove_padding": False}},
+                "framework": "verl",
+                "fsdp": "full",
+                "attention": "flash",
+            },
+            "need model.use_remove_padding true",
         ),
     ],
 )

@@ -279,6 +279,6 @@ def test_verl_divides_a_global_log_prob_micro_batch_by_its_gpus(tmp_path):
     s = settings(script)
     assert (
         s["workload.roles.logprob_micro_batch"].value == 8
-        and "/ 8 GPUs" in s["workload.roles.logprob_micro_batch"].source
+        and "/ 8 data-parallel groups" in s["workload.roles.logprob_micro_batch"].source
     )
     assert "workload.roles.ref_logprob_micro_batch" not in s  # none given: the actor's micro-batch

@@ -1,0 +1,1 @@
+../../../tests/data/frameworks/verl/examples/tuning_qwen2-32b_grpo-lora_4_h100_fsdp_vllm.sh
