@@ -12,6 +12,7 @@ from planner.config.tasks import check_task_knobs
 from planner.config.workload import check_rl_knobs
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS, adapter
+from planner.frameworks.runs import CRITIC_FREE
 
 PROBE_BACKENDS: tuple[str, ...] = ("sim", "cpu", "cuda")
 EXPERT_PARALLEL_NEEDS_FSDP = (
@@ -201,9 +202,9 @@ def parallel_rules(k: KnobFields) -> None:
             "are not split by torch's tensor-parallel plan; use --tensor-parallel 1",
             "tensor_parallel",
         )
-    # Ulysses alone: planned for DPO, KTO and GRPO, one trainer's or split into roles (the frameworks that run none
-    # say so: Runs.dpo_runs, Runs.kto_runs, Runs.grpo_sp); PPO's critic splits on its own
-    alone = k.workload.kind in ("dpo", "kto", "grpo")
+    # Ulysses alone: planned for DPO, KTO and the critic-free RL runs, one trainer's or split into roles (the
+    # frameworks that run none say so: Runs.dpo_runs, Runs.kto_runs, Runs.grpo_sp); PPO's critic splits on its own
+    alone = k.workload.kind in ("dpo", "kto", *CRITIC_FREE)
     if k.parallel > 1 and k.workload.rl and not (alone and k.parallel == k.sequence_parallel):
         raise BadInput(
             f"--workload {k.workload.kind} with tensor, sequence or context parallelism: RL roles split this way "

@@ -27,6 +27,9 @@ KTO_WHY = {
     "sequence_parallel": "its KTO keeps every row whole on each rank (no sequence parallel)",
 }
 GRPO_SP_WHY = "its GRPO keeps every completion whole on each rank (no sequence parallel)"
+# the RL runs without a critic, whose roles split under Ulysses as GRPO's do (Framework.grpo_sp: verl's actor and
+# reference; the same roles for rloo and reinforce++: verl 0.9.1 trainer/ppo/utils.py:96-107 need_critic)
+CRITIC_FREE = ("grpo", "rloo", "reinforce++")
 # torch's optimizers and bitsandbytes', which every framework on transformers' Trainer runs; GaLore, APOLLO and Muon
 # (planner.estimate.matrix_optim) are listed by the frameworks that run them, in their own folders
 TORCH_OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit")
@@ -142,12 +145,10 @@ class Runs:
         or KTO (at this release line) does not (`dpo_runs`, `kto_runs`), or a GRPO plan splits them and its GRPO does
         not (`grpo_sp`), else None."""
         workload = kind(knobs)
-        if workload == "grpo" and knobs.get("sequence_parallel", 1) > 1 and not self.grpo_sp:
+        if workload in CRITIC_FREE and knobs.get("sequence_parallel", 1) > 1 and not self.grpo_sp:
             why = self.grpo_sp_why or GRPO_SP_WHY
-            return (
-                "sequence_parallel",
-                f"--framework {self.name} ({self.label}) cannot run --sequence-parallel with --workload grpo: {why}",
-            )
+            said = f"--framework {self.name} ({self.label}) cannot run --sequence-parallel with --workload {workload}"
+            return "sequence_parallel", f"{said}: {why}"
         if workload not in ("dpo", "kto"):
             return None
         runs = self.dpo_runs if workload == "dpo" else self.kto_runs

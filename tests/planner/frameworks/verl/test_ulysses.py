@@ -112,3 +112,16 @@ def test_the_plan_writes_the_actors_split_and_reads_back(tmp_path):
             a.sequence_parallel,
         )
     )
+
+
+@pytest.mark.parametrize("kind", ["rloo", "reinforce++"])
+def test_the_other_critic_free_runs_split_as_grpo_does_and_ppo_is_refused(kind):
+    """rloo and reinforce++ run GRPO's roles (no critic: verl 0.9.1 trainer/ppo/utils.py:96-107); OpenRLHF's split
+    roles are not planned, and PPO's critic splits on its own."""
+    w = {"kind": kind, "num_generations": 4}
+    k = Knobs.make(framework="verl", fsdp="full", attention="flash", sequence_parallel=2, workload=w)
+    assert k.sequence_parallel == 2
+    with pytest.raises(ValueError, match="cannot run --sequence-parallel"):
+        Knobs.make(framework="openrlhf", zero_stage=3, sequence_parallel=2, workload=w)
+    with pytest.raises(ValueError, match="not planned yet"):
+        Knobs.make(framework="verl", fsdp="full", attention="flash", sequence_parallel=2, workload={"kind": "ppo"})
