@@ -10,6 +10,8 @@ import socket
 import sys
 from typing import NoReturn
 
+FIRST_PORT = 20_000  # above `ray start`'s default worker ports (10002-19999: ray 2.55.0 scripts/scripts.py:406-418)
+
 
 def _ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
     """The lowest port the kernel hands out for outgoing connections (Linux's default range is 32768-60999)."""
@@ -20,13 +22,15 @@ def _ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
 
 
 def free_port(tries: int = 64) -> int:
-    """A local port free now for torchrun's rendezvous, drawn below the kernel's ephemeral range. A port from
-    bind(0) lies inside that range, where the gloo connections of ranks running beside it take their own
-    ports: CI's run at stop 79 lost a torchrun to EADDRINUSE that way. Falls back to bind(0)."""
-    low = max(_ephemeral_low(), 10_001)
+    """A local port free now for torchrun's rendezvous, drawn between Ray's worker ports and the kernel's ephemeral
+    range. A port from bind(0) lies inside that range, where the gloo connections of ranks running beside it take
+    their own ports: CI's run at stop 79 lost a torchrun to EADDRINUSE that way. Below 20000 lie Ray's default worker
+    ports (10002-19999, `ray start --min-worker-port/--max-worker-port`), which Ray refuses to share with a port it is
+    given. Falls back to bind(0)."""
+    low = max(_ephemeral_low(), FIRST_PORT + 1)
     rng = random.SystemRandom()
     for _ in range(tries):
-        port = rng.randrange(10_000, low)
+        port = rng.randrange(FIRST_PORT, low)
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))

@@ -1,16 +1,16 @@
-"""recipe.dist.free_port: a port that binds, drawn below the kernel's ephemeral range."""
+"""recipe.dist.free_port: a port that binds, drawn between Ray's worker ports and the kernel's ephemeral range."""
 
 from __future__ import annotations
 
 import socket
 
-from recipe.dist import _ephemeral_low, free_port
+from recipe.dist import FIRST_PORT, _ephemeral_low, free_port
 
 
-def test_free_port_binds_and_lies_below_the_ephemeral_range():
+def test_free_port_binds_and_lies_between_rays_worker_ports_and_the_ephemeral_range():
     low = _ephemeral_low()
     ports = {free_port() for _ in range(20)}
-    assert all(10_000 <= p < low for p in ports), ports
+    assert FIRST_PORT == 20_000 and all(FIRST_PORT <= p < low for p in ports), ports
     assert len(ports) > 1  # drawn, not one fixed port
     with socket.socket() as s:
         s.bind(("127.0.0.1", ports.pop()))
@@ -29,7 +29,7 @@ def test_free_port_skips_a_taken_port(monkeypatch):
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         taken = held.getsockname()[1]
-        draws = iter([taken, taken, 12_345])
+        draws = iter([taken, taken, 23_456])
 
         class Rng:
             def randrange(self, a, b):
@@ -37,4 +37,4 @@ def test_free_port_skips_a_taken_port(monkeypatch):
 
         monkeypatch.setattr(dist.random, "SystemRandom", Rng)
         monkeypatch.setattr(dist, "_ephemeral_low", lambda: 60_000)
-        assert free_port() == 12_345
+        assert free_port() == 23_456
