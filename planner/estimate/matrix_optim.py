@@ -189,7 +189,7 @@ def muon_state_bytes(s: Setup, state_bytes: int) -> int:
 
 def muonclip_state_bytes(s: Setup, state_bytes: int) -> int:
     """ms-swift's MuonClip: one momentum buffer for every trained parameter, in its dtype, whatever its group
-    (swift/optimizers/muonclip.py:289-291; planner.estimate.muonclip reads the rest of it)."""
+    (swift/optimizers/muonclip.py:293-294; planner.estimate.muonclip reads the rest of it)."""
     return trainable_params(s) * state_bytes
 
 

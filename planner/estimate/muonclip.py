@@ -2,20 +2,20 @@
 step's temporaries, in bytes (its states: planner.estimate.matrix_optim.muonclip_state_bytes), which
 planner.estimate.matrix_step calls; tests/probes/test_muonclip.py pins both against ms-swift's own optimizer in its venv.
 
-- The groups (MuonClipOptimizerCallback.create_optimizer, muonclip.py:334-475): every trained tensor of two or more
+- The groups (MuonClipOptimizerCallback.create_optimizer, muonclip.py:334-476): every trained tensor of two or more
   dimensions whose name has neither the embedding's nor the head's goes to Muon, those whose name has q_proj or k_proj
   first (the QK-clip group), then the other Muon matrices; the rest (vectors, embeddings, head) to a plain momentum
-  group. One param-group list, stepped in that order (step, :265-331).
-- States: `momentum_buffer = zeros_like(p)` for every parameter with a gradient (:289-291), in the parameter's
-  dtype, whatever its group; no second moment anywhere (the rest group steps `update = buf`, :305).
-- A Muon matrix's step: `orth = newton_schulz(buf)` (:299, eager, no torch.compile: X = G.bfloat16() / norm, five
+  group. One param-group list, stepped in that order (step, :264-331).
+- States: `momentum_buffer = zeros_like(p)` for every parameter with a gradient (:293-294), in the parameter's
+  dtype, whatever its group; no second moment anywhere (the rest group steps `update = buf`, :310).
+- A Muon matrix's step: `orth = newton_schulz(buf)` (:304, eager, no torch.compile: X = G.bfloat16() / norm, five
   iterations of A = X @ X.T, B = b * A + c * A @ A, X = a * X + B @ X, :220-242, the body of Moonlight's
   zeropower_via_newtonschulz5: planner.estimate.muon_step.newton_schulz_temp_bytes), then `update = orth * rms_scale`
-  (:303) in the buffer's dtype. Both stay bound until the next matrix rebinds them, so each matrix's Newton-Schulz
+  (:308) in the buffer's dtype. Both stay bound until the next matrix rebinds them, so each matrix's Newton-Schulz
   runs beside the matrix before's orth and update; the QK group's clip, where the step's max logit passes
-  qk_clip_tau (100 by default, :371; its upper bound from the q and k norms under SDPA and flash-attn, :95-121),
-  makes `update * gamma_sqrt` beside both (:318). Nesterov (off by default, :368) is not planned.
-- Its max-logit tracker patches softmax, SDPA and flash-attn for the whole process (:16-180): under SDPA and
+  qk_clip_tau (100 by default, :376; its upper bound from the q and k norms under SDPA and flash-attn, :87-121),
+  makes `update * gamma_sqrt` beside both (:326). Nesterov (off by default, :374) is not planned.
+- Its max-logit tracker patches softmax, SDPA and flash-attn for the whole process (:16-180, 53-84 softmax): under SDPA and
   flash-attn a transient fp32 copy of q and of k in each attention call (a few MB); under eager attention an fp32
   copy of each layer's attention scores, which is not planned (planner.frameworks.swift's rule refuses eager).
 """
@@ -26,7 +26,7 @@ from planner.estimate.matrix_optim import MUON_ADAMW_ROLES, trained_tensors
 from planner.estimate.muon_step import newton_schulz_temp_bytes
 from planner.estimate.setup import Setup
 
-QK_NAMES = ("q_proj", "k_proj", ".wq", ".wk", "/wq", "/wk")  # muonclip.py:409-413 _is_qk_name
+QK_NAMES = ("q_proj", "k_proj", ".wq", ".wk", "/wq", "/wk")  # muonclip.py:394-398 _is_qk_name
 
 
 def _is_qk(name: str) -> bool:

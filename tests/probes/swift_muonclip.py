@@ -4,7 +4,7 @@ MEMPLAN_SWIFT_PYTHON; PYTHONPATH the repository for probes.allocations, which im
 Reads a list of {"config": a transformers Llama config dict, "dtype": "fp32" | "bf16", "lora_rank": 0 or r, "clip":
 bool} on stdin; for each: Builds the model from its config (LoRA on every linear with PEFT's defaults where lora_rank: fp32 factors over a
 frozen base), groups its parameters with MuonClipOptimizerCallback.create_optimizer itself (swift/optimizers/
-muonclip.py:334-475; model_meta.model_arch names the embedding and the head as ms-swift's registry does), and runs two
+muonclip.py:334-476; model_meta.model_arch names the embedding and the head as ms-swift's registry does), and runs two
 forward, backward and step rounds. Writes a JSON list, one per request: the trained parameters, the bytes of the optimizer's state tensors,
 the groups' sizes, and the CPU allocator's peak over the second step (probes.allocations), its max logit passed as
 1e9 (the QK group clipped) where clip, else 0 (never clipped), oneDNN off (its bf16 GEMM allocates a scratch buffer

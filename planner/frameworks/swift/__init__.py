@@ -133,7 +133,7 @@ LORA_LLM_RULES = (
     ),
 )
 # --optimizer muonclip is swift/optimizers/muonclip.py from v4.0.0 (no 3.x tag has it); its max-logit tracker copies
-# each layer's attention scores to fp32 under eager attention (muonclip.py:59-79), which memplan does not plan
+# each layer's attention scores to fp32 under eager attention (muonclip.py:53-84, 71), which memplan does not plan
 MUONCLIP_RULES = (
     Rule(
         "optimizer",
@@ -144,7 +144,7 @@ MUONCLIP_RULES = (
     Rule(
         "optimizer",
         "--optimizer muonclip under eager attention: its max-logit tracker copies each layer's attention scores to "
-        "fp32 (swift/optimizers/muonclip.py:59-79), which memplan does not plan; use --attention sdpa or flash",
+        "fp32 (swift/optimizers/muonclip.py:53-84), which memplan does not plan; use --attention sdpa or flash",
         lambda k: k.get("optimizer") == "muonclip" and k.get("attention") == "eager",
     ),
 )

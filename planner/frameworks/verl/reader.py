@@ -115,12 +115,18 @@ def ulysses(c: Collector, f: dict[str, Flag]) -> int:
     v, src = (one(engine.value), engine.source) if engine is not None else get(f, KEYS.key("sequence_parallel"))
     sp = as_int(v) or 1
     c.number("sequence_parallel", sp, src, short(KEYS.key("sequence_parallel")))
-    sp = GIVEN_FIELDS.get().get("sequence_parallel", sp)  # a --sequence-parallel beside the files splits the batch
+    sp = split_of(c)
     for field, what in (("ref_sequence_parallel", "the reference's"), ("critic_sequence_parallel", "the critic's")):
         own = f.get(KEYS.key(field))
         if own is not None and (as_int(one(own.value)) or 1) != sp:
             c.note(f"{own.source} ({what} own Ulysses size, not the actor's {sp}: not planned; planned at {sp})")
     return sp
+
+
+def split_of(c: Collector) -> int:
+    """The Ulysses size the batch is split by: a --sequence-parallel given beside the files (GIVEN_FIELDS) over
+    theirs."""
+    return GIVEN_FIELDS.get().get("sequence_parallel", as_int(c.get("sequence_parallel")) or 1)
 
 
 def _roles(c: Collector, f: dict[str, Flag], near) -> None:
@@ -258,7 +264,7 @@ def _logprob_micro_batches(c: Collector, f: dict[str, Flag], dynamic: bool) -> N
         elif key in f:
             c.number(f"workload.roles.{field}", one(f[key].value), f[key].source, short(key))
         elif given is not None and world and as_int(one(given.value)):  # over the data-parallel groups
-            dp = world // GIVEN_FIELDS.get().get("sequence_parallel", as_int(c.get("sequence_parallel")) or 1)
+            dp = world // split_of(c)
             rows = as_int(one(given.value)) // dp  # fsdp_workers.py:266-274, floor division (0: not read)
             c.number(f"workload.roles.{field}", rows, f"{given.source} / {dp} data-parallel groups", short(whole))
         elif given is not None:
