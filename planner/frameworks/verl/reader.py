@@ -89,10 +89,19 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
         else:
             c.note(f"{key} not given (verl requires it or a token budget): planned at 1 sample")
     c.number("micro_batch", micro, source, key)
-    if mini_i:  # a flag's GPUs: the accumulation again from them
+
+    def groups_of(b: dict) -> int:  # a flag's GPUs: the data-parallel groups again from them
+        return max(1, (b.get("gpus_per_node") or 1) * (b.get("nodes") or 1) // sp)
+
+    def micro_of(b: dict) -> int:  # the deprecated global micro-batch over those groups, else the files'
+        return max(1, as_int(one(whole.value)) // groups_of(b)) if key == KEYS.key("global_micro_batch") else micro
+
+    if key == KEYS.key("global_micro_batch"):
+        c.derived["micro_batch"] = (("gpus_per_node", "nodes"), micro_of)
+    if mini_i:
         c.derived["grad_accum"] = (
             ("gpus_per_node", "nodes"),
-            lambda b: max(1, mini_i * n_i * sp // ((b.get("gpus_per_node") or 1) * (b.get("nodes") or 1) * micro)),
+            lambda b: max(1, mini_i * n_i // (groups_of(b) * micro_of(b))),
         )
     if mini_i and dp and mini_i * n_i % (dp * micro) == 0:
         accum = mini_i * n_i // (dp * micro)

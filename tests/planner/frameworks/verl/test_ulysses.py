@@ -125,3 +125,10 @@ def test_the_other_critic_free_runs_split_as_grpo_does_and_ppo_is_refused(kind):
         Knobs.make(framework="openrlhf", zero_stage=3, sequence_parallel=2, workload=w)
     with pytest.raises(ValueError, match="not planned yet"):
         Knobs.make(framework="verl", fsdp="full", attention="flash", sequence_parallel=2, workload={"kind": "ppo"})
+
+
+def test_gpus_given_beside_the_files_redo_the_deprecated_global_micro_batch():
+    """ppo_micro_batch_size=180 over the groups of the GPUs planned: 8 GPUs in groups of 2 is 45 rows a micro-batch
+    (verl's own division, v0.7.0 fsdp_workers.py:249-253), 5 micro-steps, the same 900 rows."""
+    p = checkconfig.check_config([str(TUNING)], {"gpu": "h100", "gpus_per_node": 8}).plan
+    assert (p.micro_batch, p.grad_accum, p.world_size, p.global_batch) == (45, 5, 8, 900)
