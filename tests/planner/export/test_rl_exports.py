@@ -27,6 +27,15 @@ CASES = {
             "fsdp": "full",
             "workload": {"kind": "ppo", **RL, "roles": {"reward_model": "qwen2.5-0.5b", "reward_memory": 0.3}},
         },
+        # Ulysses: the actor's ulysses_sequence_parallel_size, the reference following it (ref/dp_ref.yaml:39)
+        "grpo_ulysses": {
+            "micro_batch": 2,
+            "grad_accum": 2,
+            "fsdp": "full",
+            "attention": "flash",
+            "sequence_parallel": 2,
+            "workload": {"kind": "grpo", **RL},
+        },
         "grpo_budget": {
             "micro_batch": 2,
             "grad_accum": 4,
