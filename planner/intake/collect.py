@@ -25,6 +25,9 @@ PEFT = "peft 0.21"
 DEEPSPEED = "deepspeed 0.19.8"
 ACCELERATE = "accelerate 1.15"
 PRESETS = Path(__file__).parent / "presets"
+# the question a file's note asks where its launch, and so its processes, are not among the files; the flag
+# answers it (dispatch.ASKS drops the note then): every reader of a file given alone ends its note with it
+ASK_GPUS = "pass --gpus-per-node)"
 UNKNOWN = "\x00"  # a part of a value the configuration does not give (a shell variable set elsewhere)
 # `llamafactory 0.9.5 default ...`, `trl@r1-v default ...` (a release's, planner.frameworks), assumption()
 _DEFAULT = re.compile(r"(\d|@[\w.-]+) default\b|memplan assumption")

@@ -11,7 +11,7 @@ from pathlib import Path
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS, PLAIN, by_trainer
 from planner.intake import Reading, configs, limits, pyscript, releases, settle, shellvars, training
-from planner.intake.collect import Collector, is_default
+from planner.intake.collect import ASK_GPUS, Collector, is_default
 
 SCRIPTS = (".sh", ".bash", ".zsh", ".ksh")
 
@@ -53,7 +53,7 @@ ASKS = {
     "model": ("(the model is not known from the script: pass --model)", "no model_name_or_path in the configuration"),
     "seq_len": ("no sequence length in the configuration",),
     "launcher": ("(its arguments come from the command line: read the launch script that runs it)",),
-    "gpus": ("pass --gpus-per-node)",),  # a launch that leaves the processes open (llamafactory.reader_launch.alone)
+    "gpus": (ASK_GPUS,),  # a launch that leaves the processes open (llamafactory.reader_launch.alone)
 }
 
 

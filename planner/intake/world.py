@@ -12,6 +12,7 @@ from planner.frameworks import FRAMEWORKS, cli
 from planner.frameworks.accelerate import reader as accelerate
 from planner.intake import launch, slurm
 from planner.intake.collect import (
+    ASK_GPUS,
     Collector,
     as_int,
     count_devices,
@@ -103,7 +104,7 @@ def _visible(c: Collector, visible: int | None, source: str, key: str) -> None:
     if visible:
         c.set("gpus_per_node", visible, source, key)
     else:
-        c.note(f"{source} (the number of GPUs is the training host's: pass --gpus-per-node)")
+        c.note(f"{source} (the number of GPUs is the training host's: {ASK_GPUS}")
 
 
 def _nodes(c: Collector, flag: Flag) -> None:

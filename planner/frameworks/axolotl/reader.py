@@ -21,6 +21,7 @@ from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.trl import reader_grpo as grpoargs
 from planner.intake import loraargs, models, releases, tuners
 from planner.intake.collect import (
+    ASK_GPUS,
     AXOLOTL,
     Collector,
     accepted,
@@ -312,5 +313,5 @@ def read_file(
         c.note(
             f"{path.name} alone: axolotl train launches accelerate (v0.19.0 cli/main.py:84-86, --launcher accelerate by "
             "default), which starts one process a visible GPU where no accelerate config says otherwise (accelerate "
-            "1.13.0 commands/launch.py:1300-1316: pass --gpus-per-node)"
+            f"1.13.0 commands/launch.py:1300-1316: {ASK_GPUS}"
         )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from planner.intake.collect import ASK_GPUS
+
 TRL_CLI = ("distillation", "dpo", "grpo", "kto", "reward", "rloo", "sft")  # trl 1.16.0 cli/commands/__init__.py:24-31
 
 
@@ -22,4 +24,4 @@ def alone_note(path: Path, trainer: str) -> str:
         how = (
             "the script that reads it and the launch that starts it are not among the files (they decide the processes"
         )
-    return f"{path.name} alone: {how}: pass --gpus-per-node)"
+    return f"{path.name} alone: {how}: {ASK_GPUS}"

@@ -14,7 +14,7 @@ from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.releases import DATAPARALLEL_LINES
 from planner.intake import configs
-from planner.intake.collect import Collector, as_bool, count_devices, processes_fit_devices, show
+from planner.intake.collect import ASK_GPUS, Collector, as_bool, count_devices, processes_fit_devices, show
 from planner.intake.flags import Flag
 
 # what a YAML without `do_train: true` runs instead (LLaMA-Factory trains only under it: v0.9.5 src/llamafactory/train/
@@ -86,12 +86,11 @@ def read_launcher(c: Collector, env: dict[str, str], where: str) -> None:
             "CUDA_VISIBLE_DEVICES",
         )
     if procs is None and not devices:
-        c.note(f"{where} llamafactory-cli (one process a visible GPU of the training host: pass --gpus-per-node)")
+        c.note(f"{where} llamafactory-cli (one process a visible GPU of the training host: {ASK_GPUS}")
     if "NNODES" in env:
         c.number("nodes", env["NNODES"], f"{where} NNODES={show(env['NNODES'])}", "NNODES")
 
 
-ASK = "pass --gpus-per-node"  # the question a reading asks where the files leave the processes open (dispatch.ASKS)
 CONFIG_FILE = re.compile(r"^\s*#.*--config_file[= ]+(\S+)")
 
 
@@ -109,12 +108,12 @@ def alone(c: Collector, path: Path, data: dict) -> None:
         c.note(
             f"{path.name}:{n} launches it, in a comment, with accelerate launch --config_file {given}, which holds "
             f"its FSDP settings and processes (give that file too: --config {path.name} {Path(given).name}; else "
-            f"{ASK})"
+            f"{ASK_GPUS}"
         )
     else:
         c.note(
             f"{path.name} alone: llamafactory-cli train runs one process a visible GPU of the training host "
-            f"(src/llamafactory/launcher.py:60-66: {ASK})"
+            f"(src/llamafactory/launcher.py:60-66: {ASK_GPUS}"
         )
 
 

@@ -12,7 +12,7 @@ from planner.errors import BadInput
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.llamafactory_v1 import SOURCE, V1
 from planner.intake import hydra, loraargs, models, tuners, vocab
-from planner.intake.collect import Collector, as_bool, as_int, default, is_default, show
+from planner.intake.collect import ASK_GPUS, Collector, as_bool, as_int, default, is_default, show
 from planner.intake.flags import Flag, dotted
 from planner.model import catalog
 
@@ -40,7 +40,7 @@ def read_file(
     if script == path:
         c.note(
             f"{path.name} alone: USE_V1=1 llamafactory-cli sft starts torchrun with one process a visible GPU "
-            f"({V1}launcher.py:48-121: pass --gpus-per-node)"
+            f"({V1}launcher.py:48-121: {ASK_GPUS}"
         )
 
 

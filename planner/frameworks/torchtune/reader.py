@@ -15,7 +15,7 @@ from planner.errors import BadInput
 from planner.frameworks.torchtune import OTHER_RECIPES, RECIPES
 from planner.frameworks.torchtune import reader_model as model
 from planner.intake import world
-from planner.intake.collect import Collector, as_bool, default, is_file, parse_yaml, show
+from planner.intake.collect import ASK_GPUS, Collector, as_bool, default, is_file, parse_yaml, show
 from planner.intake.flags import Flag, dotted
 from planner.intake.limits import OverLimit, read_config_text
 
@@ -176,7 +176,7 @@ def read_alone(c: Collector, data: dict, path: Path) -> None:
     if distributed:  # the launch, and so the processes, left open
         c.note(
             f"{path.name} alone: `tune run --nproc_per_node N` starts N processes, `tune run` without torchrun's "
-            "arguments one (torchtune 0.6.1 torchtune/_cli/run.py:113-117, 206-215: pass --gpus-per-node)"
+            f"arguments one (torchtune 0.6.1 torchtune/_cli/run.py:113-117, 206-215: {ASK_GPUS}"
         )
     read(c, data, path, recipe, {})
 
