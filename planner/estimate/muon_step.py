@@ -48,16 +48,21 @@ def muon_matrix_peak_bytes(shape: tuple[int, int], before: int, state_bytes: int
     return BF16 * before + state_bytes * m * n + newton_schulz_temp_bytes(shape, compiled)
 
 
-def muon_hidden_shapes(s: Setup) -> list[tuple[tuple[int, int], int]]:
-    """The matrices Muon's loop steps, in the model's order, each with how many times it repeats over the layers:
-    the 2-D trained tensors but the embeddings and the head; under LoRA, each adapted weight's A (r x in) and B
-    (out x r) factors (PEFT's order, A first)."""
+def muon_matrices(s: Setup) -> list[tuple[tuple[int, int], int, str]]:
+    """The matrices Muon's loop steps, in the model's order, each with how many times it repeats over the layers and
+    its weight's module name: the 2-D trained tensors but the embeddings and the head; under LoRA, each adapted
+    weight's A (r x in) and B (out x r) factors (PEFT's order, A first)."""
     if s.lora:
         r = s.knobs.lora_rank
         adapted = [t for t in s.model.tensors if t.adapted(s.knobs.lora_targets)]
-        return [(shape, t.count) for t in adapted for shape in ((r, t.shape[-1]), (t.shape[0], r))]
+        return [(shape, t.count, t.name) for t in adapted for shape in ((r, t.shape[-1]), (t.shape[0], r))]
     hidden = [t for t in trained_tensors(s) if len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES]
-    return [((t.shape[0], t.shape[1]), t.count) for t in hidden]
+    return [((t.shape[0], t.shape[1]), t.count, t.name) for t in hidden]
+
+
+def muon_hidden_shapes(s: Setup) -> list[tuple[tuple[int, int], int]]:
+    """muon_matrices' shapes and repeats."""
+    return [(shape, count) for shape, count, _ in muon_matrices(s)]
 
 
 def muon_loop_bytes(s: Setup, state_bytes: int, compiled: bool) -> int:

@@ -22,8 +22,7 @@ planner.estimate.matrix_step calls; tests/probes/test_muonclip.py pins both agai
 
 from __future__ import annotations
 
-from planner.estimate.matrix_optim import MUON_ADAMW_ROLES, trained_tensors
-from planner.estimate.muon_step import newton_schulz_temp_bytes
+from planner.estimate.muon_step import muon_matrices, newton_schulz_temp_bytes
 from planner.estimate.setup import Setup
 
 QK_NAMES = ("q_proj", "k_proj", ".wq", ".wk", "/wq", "/wk")  # muonclip.py:394-398 _is_qk_name
@@ -34,16 +33,9 @@ def _is_qk(name: str) -> bool:
 
 
 def muonclip_groups(s: Setup) -> list[list[tuple[tuple[int, int], int, bool]]]:
-    """The Muon matrices in step order, per group (QK first, then the others): (shape, repeats, is_qk), each shape
-    once per layer type in the model's order. LoRA: each adapted weight's A (r x in) and B (out x r), named after
-    the weight (q_proj.lora_A ... is a QK matrix)."""
-    if s.lora:
-        r = s.knobs.lora_rank
-        adapted = [t for t in s.model.tensors if t.adapted(s.knobs.lora_targets)]
-        mats = [(shape, t.count, _is_qk(t.name)) for t in adapted for shape in ((r, t.shape[-1]), (t.shape[0], r))]
-    else:
-        hidden = [t for t in trained_tensors(s) if len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES]
-        mats = [((t.shape[0], t.shape[1]), t.count, _is_qk(t.name)) for t in hidden]
+    """The Muon matrices (muon_step.muon_matrices: the same ones Muon steps) in step order, per group (QK first, then
+    the others): (shape, repeats, is_qk); a LoRA factor is named after its weight (q_proj.lora_A is a QK matrix)."""
+    mats = [(shape, count, _is_qk(name)) for shape, count, name in muon_matrices(s)]
     return [[m for m in mats if m[2]], [m for m in mats if not m[2]]]
 
 
