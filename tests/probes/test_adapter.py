@@ -8,11 +8,6 @@ AMP), 1,048,576 B (bf16-pure) beside its output (gelu; relu keeps 131,072 B fewe
 peak in the sim probe over ms-swift's modules against the plan: debug-llama 2 x 512 -0.37% (bf16 AMP), -0.40%
 (bf16-pure), +0.36% (full checkpointing); llama-3.2-1b 1 x 256 -0.05%, 1 x 1024 -0.13% (sweep tier)."""
 
-import json
-import os
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from planner.config.spec import GIB, Knobs
@@ -21,8 +16,8 @@ from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.estimate.trained import largest_trainable_matrix_params, trainable_params, trainable_tensor_sizes
 from planner.model.catalog import load_model
+from tests.probes.venv_run import in_venv
 
-ROOT = Path(__file__).resolve().parents[2]
 LENGTH, TOKENS = 128, 512
 # debug-llama micro 2 x 512, the sim's peak of a step with ms-swift's adapters (measured) and the plan's tolerance
 STEP = {"micro": 2, "seq": 512, "knobs": {}}  # sim 152,334,848 B, planned 151,771,648 (-0.37%)
@@ -35,20 +30,7 @@ SWEPT = [
 
 
 def _swift(req: dict) -> dict:
-    python = os.environ.get("MEMPLAN_SWIFT_PYTHON")
-    if not python or not Path(python).exists():
-        pytest.skip("MEMPLAN_SWIFT_PYTHON (ms-swift's venv) not set")
-    done = subprocess.run(
-        [python, str(ROOT / "tests/probes/swift_adapter.py")],
-        input=json.dumps(req),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=300,
-        check=True,
-    )
-    return json.loads(done.stdout)
+    return in_venv("MEMPLAN_SWIFT_PYTHON", "tests/probes/swift_adapter.py", stdin=req, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -25,9 +25,6 @@ swift_freeze_step.py in its venv): its own Swift.prepare_model on qwen2.5-0.5b's
 depth, qwen2.5-0.5b with 4 blocks, 2 x 512: 3,117.3 MiB, planned 3,117.1 (-0.006%)."""
 
 import json
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -42,8 +39,7 @@ from planner.estimate.trained import frozen_params, trainable_params
 from planner.model.catalog import load_model
 from probes.step import Case
 from recipe.model import build_model
-
-ROOT = Path(__file__).parents[2]
+from tests.probes.venv_run import in_venv
 
 
 def _built(name: str, knobs: Knobs):
@@ -107,27 +103,10 @@ def test_inserted_blocks_on_loaded_weights_are_swifts_copies(tmp_path):
     assert trained == {str(stride), str(2 * stride + 1)}
 
 
-def _in_venv(variable: str, script: str, *args: str):
-    """A probe's JSON answer, run under the framework's venv that `variable` names (skipped without one)."""
-    python = os.environ.get(variable)
-    if not python or not Path(python).exists():
-        pytest.skip(f"{variable} names no venv")
-    run = subprocess.run(
-        [python, script, *args],
-        check=False,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])  # its logger may print before
-
-
 @pytest.mark.parametrize("count,layout", [(2, "last"), (-2, "first")])
 def test_llamafactorys_own_freeze_tuning_is_the_builds(count, layout):
     """freeze_trainable_layers 2 and -2 (the first 2 layers: model/adapter.py:91-92) against --trained-layout."""
-    theirs = _in_venv(
+    theirs = in_venv(
         "MEMPLAN_LLAMAFACTORY_PYTHON", "probes/lf_freeze.py", json.dumps(load_model("debug-llama").config), str(count)
     )
     model = _built("debug-llama", Knobs(trained_layers=2, precision="bf16", trained_layout=layout))
@@ -152,9 +131,7 @@ def test_llamafactorys_own_step_is_the_builds_and_the_plans():
     peak), and the plan is its peak within the tolerance, never more than 0.5% under."""
     spec = load_model("debug-llama")
     kws = json.dumps([k for k, _ in LF_STEPS])
-    steps = _in_venv(
-        "MEMPLAN_LLAMAFACTORY_PYTHON", "probes/lf_freeze_step.py", json.dumps(spec.config), kws, "2", "512"
-    )
+    steps = in_venv("MEMPLAN_LLAMAFACTORY_PYTHON", "probes/lf_freeze_step.py", json.dumps(spec.config), kws, "2", "512")
     for (kw, within), got in zip(LF_STEPS, steps, strict=True):
         assert (got["ours"], got["ours_saved"]) == (got["lf"], got["lf_saved"])
         planned = breakdown(Setup(spec, Knobs(**kw), 2, 1, 512), 80 * GIB).peak_allocated_bytes
@@ -175,7 +152,7 @@ def test_swifts_own_checkpointing_is_the_builds_and_the_plans():
     spec = load_model("debug-llama")
     kw = {"trained_layers": 2, "checkpointing": "full", "precision": "bf16-pure", "framework": "swift"}
     pro = {**kw, "trained_layout": "inserted"}  # --tuner_type llamapro: 2 blocks inserted by ms-swift's own tuner
-    steps = _in_venv(
+    steps = in_venv(
         "MEMPLAN_SWIFT_PYTHON",
         "probes/swift_freeze_step.py",
         json.dumps(spec.config),
@@ -196,7 +173,7 @@ def test_swifts_own_llamapro_trains_the_planned_blocks():
     the 28, and the parameters it leaves trainable and frozen are the plan's to the element (measured 59,649,536 and
     494,032,768), all in bf16."""
     spec = load_model("qwen2.5-0.5b")
-    got = _in_venv("MEMPLAN_SWIFT_PYTHON", "probes/swift_llamapro.py", json.dumps(spec.config), "4")
+    got = in_venv("MEMPLAN_SWIFT_PYTHON", "probes/swift_llamapro.py", json.dumps(spec.config), "4")
     knobs = Knobs(trained_layers=4, trained_layout="inserted", precision="bf16-pure", framework="swift")
     s = Setup(spec, knobs, 1, 1, 512)
     assert got["layers"] == s.model.text.layers == 28

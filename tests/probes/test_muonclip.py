@@ -9,11 +9,6 @@ Measured 2026-12-07 (oneDNN off, as test_muon_step), against the terms:
 - the step's peak: 196,608 B (fp32) and 151,552 (bf16) where the MLP's matrices decide, 327,680 and 262,144 where the
   QK group's do (hidden 128, MLP 16), 22,784 over the LoRA factors; the same with the QK clip on and off. Exact."""
 
-import json
-import os
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from planner.config.spec import Knobs
@@ -21,8 +16,8 @@ from planner.estimate import matrix_optim, muonclip, state_terms
 from planner.estimate.setup import Setup
 from planner.model.families import from_config
 from tests.planner.estimate.test_torchao_optim import TINY
+from tests.probes.venv_run import in_venv
 
-ROOT = Path(__file__).resolve().parents[2]
 QK_WIDE = {**TINY, "hidden_size": 128, "intermediate_size": 16, "num_key_value_heads": 4, "vocab_size": 64}
 SB = {"fp32": 4, "bf16": 2}
 CASES = {  # name: (config, dtype, LoRA rank, clip)
@@ -37,21 +32,9 @@ CASES = {  # name: (config, dtype, LoRA rank, clip)
 
 @pytest.fixture(scope="module")
 def measured() -> dict:
-    python = os.environ.get("MEMPLAN_SWIFT_PYTHON")
-    if not python or not Path(python).exists():
-        pytest.skip("MEMPLAN_SWIFT_PYTHON (ms-swift's venv) not set")
     reqs = [{"config": c, "dtype": d, "lora_rank": r, "clip": clip} for c, d, r, clip in CASES.values()]
-    done = subprocess.run(
-        [python, str(ROOT / "tests/probes/swift_muonclip.py")],
-        input=json.dumps(reqs),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
-        timeout=300,
-        check=True,
-    )
-    return dict(zip(CASES, json.loads(done.stdout), strict=True))
+    got = in_venv("MEMPLAN_SWIFT_PYTHON", "tests/probes/swift_muonclip.py", stdin=reqs, env={"OMP_NUM_THREADS": "1"})
+    return dict(zip(CASES, got, strict=True))
 
 
 def _setup(name: str) -> tuple[Setup, int]:
